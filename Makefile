@@ -1,0 +1,34 @@
+# paperflows: `make repro` sets up and runs every paper; `make test` sets up and runs the tests.
+VENV ?= .venv
+BIN := $(VENV)/bin
+PREFECT_API := http://127.0.0.1:4200/api
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup repro test bench stop clean-smoke
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0   # the CPU build; an open range would pull a CUDA build
+	$(BIN)/pip install -q -e '.[dev,dask]'
+	touch $@
+
+repro: setup  ## run every paper (DVC skips the unchanged ones) against one local Prefect server
+	$(BIN)/paperflows server up
+	PREFECT_API_URL=$(PREFECT_API) $(BIN)/dvc repro
+	$(BIN)/paperflows list
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/bench_orchestration.py
+	$(BIN)/python benchmarks/bench_lapsum.py
+
+stop:
+	$(BIN)/paperflows server down
+
+clean-smoke:
+	rm -rf .paperflows/smoke

@@ -1,0 +1,1 @@
+"""paperflows: ICML 2025 papers reproduced as Prefect flows (CLI entry point: ``paperflows``)."""

@@ -1,0 +1,3 @@
+from paperflows.cli import main
+
+main()

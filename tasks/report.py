@@ -1,0 +1,159 @@
+"""Reporting: metrics.json, plot CSVs, the figure, report.md and the Prefect artifacts of one run.
+
+Everything is written into a scratch folder beside ``results/<slug>/`` and swapped in at the end,
+so an interrupted run leaves the previous results whole.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.context import get_run_context
+
+from tasks.claims import ClaimResult
+from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tasks.paper import Paper, RunContext, RunOutput, paper_task
+
+PLOT_COLUMNS = ("x", "y", "series")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive")
+
+
+def fmt(value: float | None) -> str:
+    """A number for a table: 4 significant digits, scientific when very large or small."""
+    if value is None:
+        return "–"
+    if value != value:
+        return "nan"
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.4g}"
+    return f"{value:.3e}"
+
+
+def observed_text(result: ClaimResult) -> str:
+    if result.ci_low is None:
+        return fmt(result.observed)
+    return f"{fmt(result.observed)} [{fmt(result.ci_low)}, {fmt(result.ci_high)}]"
+
+
+def claims_rows(paper: Paper, results: Sequence[ClaimResult]) -> list[dict[str, str]]:
+    rows = []
+    for claim, result in zip(paper.claims, results):
+        label = claim.kind + (", scaled" if claim.scaled else "") + (", by construction" if claim.by_construction else "")
+        rows.append({"claim": claim.id, "kind": label, "paper says": claim.text, "metric": claim.metric,
+                     "threshold": f"{claim.comparison} {fmt(claim.threshold)}",
+                     "observed": observed_text(result), "verdict": result.verdict})
+    return rows
+
+
+def markdown_table(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return "(none)\n"
+    header = list(rows[0])
+    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(r[h]) for h in header) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def flatten(metrics: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in metrics.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
+                  results: Sequence[ClaimResult]) -> str:
+    scaled = [c for c in paper.claims if c.scaled]
+    numbers = [{"metric": k, "value": fmt(v) if isinstance(v, (int, float)) else str(v)}
+               for k, v in flatten(output.metrics).items() if not isinstance(v, list)]
+    parts = [
+        f"# {paper.title}\n",
+        f"Method: **{paper.method}** · class {paper.paper_class} · source: {paper.source} · "
+        f"official code: {paper.official_code or 'not found'}\n",
+        f"Run: seeds {ctx.seeds}{' · **smoke scale**' if ctx.smoke else ''} · params `papers.{paper.slug}` = `{params}`\n",
+        "## Setup\n", output.setup.strip() + "\n",
+        "## Claims\n", markdown_table(claims_rows(paper, results)),
+    ]
+    if scaled:
+        parts += ["Scaled thresholds:\n"] + [f"- `{c.id}`: {c.scaled}" for c in scaled] + [""]
+    parts += ["## Figure\n", "![main figure](figure.png)\n",
+              "## Metrics\n", markdown_table(numbers)]
+    if output.notes.strip():
+        parts += ["## Notes and deviations\n", output.notes.strip() + "\n"]
+    parts += ["## What the scaled setup cannot show\n", paper.limitations.strip() + "\n"]
+    return "\n".join(parts)
+
+
+def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
+                     results: Sequence[ClaimResult]) -> dict[str, Any]:
+    """The content of ``metrics.json``: params, metrics, and each claim's value and verdict."""
+    return {
+        "paper": paper.slug,
+        "smoke": ctx.smoke,
+        "seeds": ctx.seeds,
+        "params": params,
+        "metrics": output.metrics,
+        "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced")} for r in results},
+        "verdicts": {v: sum(r.verdict == v for r in results) for v in VERDICTS},
+    }
+
+
+def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
+                 results: Sequence[ClaimResult]) -> dict[str, Any]:
+    """Write the run's outputs into ``ctx.results_dir`` (atomically, as a whole) and publish artifacts."""
+    plot = output.tables.get("plot")
+    if plot is None or not set(PLOT_COLUMNS) <= set(plot.columns):
+        raise ValueError(f"{paper.slug}: RunOutput.tables['plot'] must have columns {PLOT_COLUMNS}")
+    document = metrics_document(paper, params, ctx, output, results)
+    report = render_report(paper, params, ctx, output, results)
+
+    final = Path(ctx.results_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.partial-"))
+    staging.chmod(0o755)
+    try:
+        atomic_write_json(staging / "metrics.json", document)
+        for name, table in output.tables.items():
+            atomic_write_text(staging / f"{name}.csv", table.to_csv(index=False, float_format="%.6g"))
+        png = io.BytesIO()
+        output.figure.savefig(png, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+        plt.close(output.figure)
+        atomic_write_bytes(staging / "figure.png", png.getvalue())
+        atomic_write_text(staging / "report.md", report)
+        previous = final.with_name(f".{final.name}.previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        if final.exists():
+            final.rename(previous)
+        staging.rename(final)
+        shutil.rmtree(previous, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    if _in_flow_run():
+        create_markdown_artifact(key=f"{paper.artifact_prefix}-report", markdown=report,
+                                 description=f"{paper.title}: report")
+        create_table_artifact(key=f"{paper.artifact_prefix}-claims", table=claims_rows(paper, results),
+                              description=f"{paper.title}: claims and verdicts")
+    return {"paper": paper.slug, "results_dir": str(final), "verdicts": document["verdicts"]}
+
+
+def _in_flow_run() -> bool:
+    try:
+        get_run_context()
+        return True
+    except RuntimeError:
+        return False
+
+
+write_report_task = paper_task(write_report, name="write-report")

@@ -1,0 +1,68 @@
+"""Statistics for claims: bootstrap confidence intervals over seeds, paired differences, slopes."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+
+def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_boot: int = 4000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """Mean and percentile-bootstrap interval of the mean of ``values`` (shape (n,)).
+
+    With one value the interval is that value: a single seed cannot show spread.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"bootstrap_ci needs a non-empty 1-D sample, got shape {x.shape}")
+    mean = float(x.mean())
+    if x.size == 1:
+        return mean, mean, mean
+    rng = np.random.default_rng(seed)
+    resampled = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(resampled, [alpha, 1.0 - alpha])
+    return mean, float(low), float(high)
+
+
+def summarize(values: Sequence[float], seed: int = 0) -> dict[str, float]:
+    """``{"mean", "ci_low", "ci_high", "std", "n"}`` of a sample over seeds."""
+    x = np.asarray(values, dtype=float)
+    mean, low, high = bootstrap_ci(x, seed=seed)
+    return {"mean": mean, "ci_low": low, "ci_high": high,
+            "std": float(x.std(ddof=1)) if x.size > 1 else 0.0, "n": int(x.size)}
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], seed: int = 0) -> dict[str, float]:
+    """Summary of ``a - b`` over paired seeds, plus a two-sided paired t-test p-value."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in shape: {a.shape} vs {b.shape}")
+    out = summarize(a - b, seed=seed)
+    out["p_value"] = float(sps.ttest_rel(a, b).pvalue) if a.size > 1 and np.ptp(a - b) > 0 else float("nan")
+    return out
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of log y against log x (the exponent of a power law y ~ x^slope)."""
+    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    if lx.size < 2:
+        raise ValueError("a slope needs at least two points")
+    return float(np.polyfit(lx, ly, 1)[0])
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    x = np.asarray(values, dtype=float)
+    if np.any(x <= 0):
+        raise ValueError("geometric mean needs positive values")
+    return float(np.exp(np.log(x).mean()))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation; NaN when either side is constant."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(sps.spearmanr(x, y).statistic)

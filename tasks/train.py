@@ -1,0 +1,55 @@
+"""A small, deterministic torch training loop for classifiers and regressors."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from tasks.seeding import torch_generator
+
+
+def mlp(n_inputs: int, hidden: list[int], n_outputs: int, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """A fully connected network ``n_inputs -> hidden... -> n_outputs``."""
+    layers: list[nn.Module] = []
+    width = n_inputs
+    for h in hidden:
+        layers += [nn.Linear(width, h), activation()]
+        width = h
+    layers.append(nn.Linear(width, n_outputs))
+    return nn.Sequential(*layers)
+
+
+def train(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+          epochs: int, batch_size: int, lr: float, seed: int, weight_decay: float = 0.0) -> list[float]:
+    """Adam on mini-batches of ``(X, y)`` (shapes (n, ...) and (n, ...)); returns the mean loss per epoch.
+
+    Batches are drawn from a generator seeded by ``seed``, so two calls with the same model
+    initialisation and seed give the same weights.
+    """
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
+    optimiser = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    generator = torch_generator(seed)
+    history = []
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(X), generator=generator)
+        total = 0.0
+        for start in range(0, len(X), batch_size):
+            idx = order[start:start + batch_size]
+            optimiser.zero_grad()
+            loss = loss_fn(model(X[idx]), y[idx])
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(idx)
+        history.append(total / len(X))
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def predict(model: nn.Module, X: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
+    model.eval()
+    return torch.cat([model(X[i:i + batch_size]) for i in range(0, len(X), batch_size)])

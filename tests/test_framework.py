@@ -1,0 +1,148 @@
+"""The flow contract, end to end on a toy paper: params, claims, reports, atomicity, runners."""
+
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import read_metrics, without_timings
+from toy_flow import toy_flow
+
+from tasks import report
+from tasks.data import load_bundled, load_parquet, save_parquet
+from tasks.pipeline import ParamsError, resolve_params, run_flow
+from tasks.seeding import torch_seeded
+from tasks.train import mlp, predict, train
+
+RAW = {"common": {"seed": 0, "max_workers": 2}, "papers": {"toy": {"seeds": 3, "loc": 1.0, "n": 50}}}
+
+
+def raw(**section):
+    return {"common": dict(RAW["common"]), "papers": {"toy": {**RAW["papers"]["toy"], **section}}}
+
+
+def test_toy_flow_writes_every_output(tmp_path):
+    summary = run_flow(toy_flow, RAW, out_root=tmp_path)
+    results = tmp_path / "results" / "toy"
+    assert {p.name for p in results.iterdir()} == {"metrics.json", "plot.csv", "figure.png", "report.md"}
+    document = read_metrics(results)
+    assert document["claims"]["mean_positive"]["verdict"] == "reproduced"
+    assert document["seeds"] == [0, 1, 2]
+    assert summary["verdicts"] == {"reproduced": 2, "not reproduced": 0, "inconclusive": 0}
+    assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
+    text = (results / "report.md").read_text()
+    assert "| mean_positive |" in text and "by construction" in text and "A toy." in text
+
+
+def test_a_claim_that_does_not_hold_is_reported_as_not_reproduced(tmp_path):
+    run_flow(toy_flow, raw(loc=-1.0), out_root=tmp_path)
+    assert read_metrics(tmp_path / "results" / "toy")["claims"]["mean_positive"]["verdict"] == "not reproduced"
+
+
+def test_same_params_give_identical_metrics(tmp_path):
+    run_flow(toy_flow, RAW, out_root=tmp_path / "a")
+    run_flow(toy_flow, RAW, out_root=tmp_path / "b")
+    first, second = (read_metrics(tmp_path / run / "results" / "toy") for run in "ab")
+    assert without_timings(first) == without_timings(second)
+    assert (tmp_path / "a/results/toy/figure.png").read_bytes() == (tmp_path / "b/results/toy/figure.png").read_bytes()
+
+
+@pytest.mark.parametrize("section,common,key", [
+    ({"bogus": 1}, {}, "papers.toy.bogus"),
+    ({"n": "many"}, {}, "papers.toy.n"),
+    ({"loc": 11.0}, {}, "papers.toy.loc"),
+    ({"seeds": 0}, {}, "papers.toy.seeds"),
+    ({}, {"seed": -1}, "common.seed"),
+])
+def test_invalid_params_name_the_key_and_write_nothing(tmp_path, section, common, key):
+    params = raw(**section)
+    params["common"].update(common)
+    with pytest.raises(ParamsError, match=key.replace(".", r"\.")):
+        run_flow(toy_flow, params, out_root=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_missing_section_and_overrides():
+    with pytest.raises(ParamsError, match="papers.toy is missing"):
+        resolve_params(toy_flow, {"common": RAW["common"], "papers": {}})
+    params, common = resolve_params(toy_flow, RAW, smoke=True, overrides=["loc=2.5", "common.seed=7"])
+    assert (params.n, params.loc, common.seed) == (10, 2.5, 7)
+    with pytest.raises(ParamsError, match="key=value"):
+        resolve_params(toy_flow, RAW, overrides=["loc"])
+
+
+def test_an_interrupted_report_leaves_the_previous_results(tmp_path, monkeypatch):
+    run_flow(toy_flow, RAW, out_root=tmp_path)
+    results = tmp_path / "results" / "toy"
+    before = {p.name: p.read_bytes() for p in results.iterdir()}
+
+    def broken_savefig(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig", broken_savefig)
+    with pytest.raises(Exception, match="disk full"):
+        run_flow(toy_flow, raw(loc=3.0), out_root=tmp_path)
+    assert {p.name: p.read_bytes() for p in results.iterdir()} == before
+    assert [p.name for p in results.parent.iterdir()] == ["toy"]  # no scratch folders left behind
+
+
+def test_the_dask_runner_gives_the_same_metrics_as_threads(tmp_path):
+    run_flow(toy_flow, RAW, out_root=tmp_path / "threads")
+    run_flow(toy_flow, RAW, out_root=tmp_path / "dask", runner="dask")
+    threads, dask = (read_metrics(tmp_path / r / "results" / "toy") for r in ("threads", "dask"))
+    assert without_timings(threads) == without_timings(dask)
+
+
+def test_markdown_table_escapes_pipes():
+    table = report.markdown_table([{"a": "x|y", "b": "1"}])
+    assert "x\\|y" in table and table.count("\n") == 3
+    assert report.fmt(None) == "–" and report.fmt(1234567.0) == "1.235e+06" and report.fmt(0.5) == "0.5"
+
+
+def test_bundled_data_and_parquet_roundtrip(tmp_path):
+    X, y = load_bundled("breast_cancer")
+    assert X.shape == (569, 30) and y.shape == (569,)
+    with pytest.raises(ValueError, match="unknown bundled dataset"):
+        load_bundled("cifar10")
+    frame = pd.DataFrame({"a": [1.5, 2.5], "b": ["x", "y"]})
+    pd.testing.assert_frame_equal(load_parquet(save_parquet(frame, tmp_path / "d" / "f.parquet")), frame)
+    with pytest.raises(FileNotFoundError, match="missing"):
+        load_parquet(tmp_path / "nope.parquet")
+
+
+def test_torch_seeded_initialisation_is_private_to_each_thread():
+    weights = {}
+
+    def init(seed):
+        with torch_seeded(seed):
+            weights[seed] = mlp(4, [8], 2)[0].weight.detach().clone()
+
+    threads = [threading.Thread(target=init, args=(s,)) for s in (1, 2, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with torch_seeded(1):
+        reference = mlp(4, [8], 2)[0].weight.detach()
+    assert torch.equal(weights[1], reference) and not torch.equal(weights[1], weights[2])
+
+
+def test_training_loop_fits_a_separable_problem_deterministically():
+    rng = np.random.default_rng(0)
+    X = torch.tensor(rng.normal(size=(200, 2)), dtype=torch.float32)
+    y = (X[:, 0] + X[:, 1] > 0).long()
+
+    def fit():
+        with torch_seeded(0):
+            model = mlp(2, [16], 2)
+        history = train(model, X, y, loss_fn=torch.nn.functional.cross_entropy, epochs=30, batch_size=32,
+                        lr=0.01, seed=0)
+        return model, history
+
+    model, history = fit()
+    assert history[-1] < 0.5 * history[0]
+    assert (predict(model, X).argmax(1) == y).float().mean() > 0.95
+    assert fit()[1] == history
+    with pytest.raises(ValueError, match="rows"):
+        train(model, X, y[:10], loss_fn=torch.nn.functional.cross_entropy, epochs=1, batch_size=8, lr=0.1, seed=0)

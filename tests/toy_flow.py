@@ -1,0 +1,42 @@
+"""A toy paper that exercises the flow contract: the mean of seeded normal draws."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from tasks import stats
+from tasks.data import save_parquet
+from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+
+TOY = Paper(
+    slug="toy", title="Toy paper", method="Mean", paper_class="A", source="tests", official_code=None,
+    claims=(
+        Claim(id="mean_positive", text="the mean is positive", source="test", metric="mean.mean",
+              comparison=">", threshold=0.0, kind="direction", interval=("mean.ci_low", "mean.ci_high")),
+        Claim(id="draws_counted", text="every draw is counted", source="test", metric="n_draws",
+              comparison=">=", threshold=10, kind="exact", by_construction=True),
+    ),
+    limitations="A toy.",
+)
+
+
+class ToyParams(PaperParams):
+    loc: float = Field(ge=-10, le=10)
+    n: int = Field(ge=1)
+
+
+@paper_task
+def draw_mean(loc: float, n: int, seed: int) -> float:
+    return float(np.random.default_rng(seed).normal(loc, 1.0, size=n).mean())
+
+
+@paper_flow(TOY, ToyParams, smoke={"n": 10})
+def toy_flow(params: ToyParams, ctx: RunContext) -> RunOutput:
+    means = draw_mean.map(params.loc, params.n, ctx.seeds).result()
+    save_parquet(pd.DataFrame({"seed": ctx.seeds, "mean": means}), ctx.data_dir / "means.parquet")
+    figure, axis = plt.subplots()
+    axis.plot(ctx.seeds, means)
+    plot = pd.DataFrame({"x": ctx.seeds, "y": means, "series": "mean"})
+    return RunOutput(metrics={"mean": stats.summarize(means), "n_draws": params.n},
+                     tables={"plot": plot}, figure=figure, setup="Draw normals.")
