@@ -66,3 +66,40 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(sps.spearmanr(x, y).statistic)
+
+
+def ratio_of_means(numerator: Sequence[float], denominator: Sequence[float], confidence: float = 0.95,
+                   n_boot: int = 4000, seed: int = 0) -> dict[str, float]:
+    """``mean(numerator) / mean(denominator)`` over paired seeds (shapes (n,)), with a paired
+    percentile-bootstrap interval (seeds resampled together)."""
+    num, den = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    if num.shape != den.shape or num.ndim != 1 or num.size == 0:
+        raise ValueError(f"ratio_of_means needs paired 1-D samples, got {num.shape} and {den.shape}")
+    mean = float(num.mean() / den.mean())
+    if num.size == 1:
+        return {"mean": mean, "ci_low": mean, "ci_high": mean}
+    idx = np.random.default_rng(seed).integers(0, num.size, size=(n_boot, num.size))
+    boot = num[idx].mean(axis=1) / den[idx].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return {"mean": mean, "ci_low": float(low), "ci_high": float(high)}
+
+
+def loglog_slope_ci(x: Sequence[float], y_by_seed: np.ndarray, confidence: float = 0.95, n_boot: int = 2000,
+                    seed: int = 0) -> dict[str, float]:
+    """Log-log slope of the seed-mean of ``y_by_seed`` (shape (len(x), n_seeds)) against ``x``,
+    with a percentile-bootstrap interval over seeds."""
+    y = np.asarray(y_by_seed, dtype=float)
+    if y.ndim != 2 or y.shape[0] != len(x):
+        raise ValueError(f"y_by_seed must have shape (len(x), n_seeds), got {y.shape}")
+    slope = loglog_slope(x, y.mean(axis=1))
+    if y.shape[1] == 1:
+        return {"mean": slope, "ci_low": slope, "ci_high": slope}
+    idx = np.random.default_rng(seed).integers(0, y.shape[1], size=(n_boot, y.shape[1]))
+    lx = np.log(np.asarray(x, dtype=float))
+    ly = np.log(np.maximum(y[:, idx].mean(axis=2), 1e-300))  # (len(x), n_boot)
+    centred = lx - lx.mean()
+    boot = centred @ (ly - ly.mean(axis=0)) / (centred @ centred)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return {"mean": slope, "ci_low": float(low), "ci_high": float(high)}

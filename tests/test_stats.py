@@ -45,3 +45,24 @@ def test_geometric_mean_and_spearman():
     assert stats.spearman([1, 2, 3, 4], [10, 20, 25, 100]) == pytest.approx(1.0)
     assert stats.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert np.isnan(stats.spearman([1, 1, 1], [1, 2, 3]))
+
+
+def test_ratio_of_means_and_its_interval():
+    num, den = np.array([2.0, 4.0, 6.0]), np.array([1.0, 2.0, 3.0])
+    assert stats.ratio_of_means(num, den) == {"mean": 2.0, "ci_low": 2.0, "ci_high": 2.0}
+    rng = np.random.default_rng(1)
+    noisy = stats.ratio_of_means(rng.normal(10, 1, 30), rng.normal(5, 1, 30))
+    assert noisy["ci_low"] < 2.0 < noisy["ci_high"]
+    with pytest.raises(ValueError):
+        stats.ratio_of_means([1.0], [1.0, 2.0])
+
+
+def test_loglog_slope_ci_matches_polyfit_on_each_resample():
+    x = np.array([10.0, 100.0, 1000.0])
+    rng = np.random.default_rng(2)
+    y = np.outer(x**0.5, np.ones(6)) * rng.uniform(0.8, 1.2, size=(3, 6))
+    out = stats.loglog_slope_ci(x, y)
+    assert out["mean"] == pytest.approx(stats.loglog_slope(x, y.mean(axis=1)))
+    assert out["ci_low"] < out["mean"] < out["ci_high"] and 0.3 < out["ci_low"] and out["ci_high"] < 0.7
+    exact = stats.loglog_slope_ci(x, np.outer(x**2, np.ones(4)))
+    assert exact["ci_low"] == pytest.approx(2.0) and exact["ci_high"] == pytest.approx(2.0)
