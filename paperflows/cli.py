@@ -25,10 +25,10 @@ def _fail(err: BaseException) -> None:
 @app.command("list")
 def list_papers() -> None:
     """Papers, their class, claims and last verdicts."""
-    from tasks.pipeline import REPO_ROOT, load_flow, paper_slugs
+    from tasks.pipeline import REPO_ROOT, configured_slugs, load_flow
     from tasks.summary import load_metrics, verdict_line
 
-    for slug in paper_slugs():
+    for slug in configured_slugs():
         paper = load_flow(slug).paper
         verdicts = verdict_line(load_metrics(REPO_ROOT / "results", slug))
         typer.echo(f"{slug:32s} class {paper.paper_class}  {len(paper.claims)} claims  {verdicts}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.pipeline import REPO_ROOT, load_flow, paper_slugs, read_params_file, resolve_params, validate_schedules
+from tasks.pipeline import REPO_ROOT, load_flow, read_params_file, resolve_params, validate_schedules
 from tasks.seeding import seed_list
 
 
@@ -13,7 +13,7 @@ def build_deployments(params_file: Path = REPO_ROOT / "params.yaml") -> list:
     raw = read_params_file(params_file)
     schedules = validate_schedules(raw)
     deployments = []
-    for slug in paper_slugs():
+    for slug in raw.get("papers") or {}:
         flow = load_flow(slug)
         params, common = resolve_params(flow, raw)
         deployments.append(flow.flow.to_deployment(

@@ -38,6 +38,11 @@ def paper_slugs() -> list[str]:
     return sorted(p.name for p in FLOWS_DIR.iterdir() if (p / "flow.py").is_file() and not p.name.startswith(("_", ".")))
 
 
+def configured_slugs(params_file: Path = REPO_ROOT / "params.yaml") -> list[str]:
+    """The papers of ``params.yaml`` (what ``dvc.yaml`` runs), in file order."""
+    return list((read_params_file(params_file).get("papers") or {}))
+
+
 def load_flow(slug: str) -> PaperFlow:
     if slug not in paper_slugs():
         raise ParamsError(f"unknown paper '{slug}'; known: {', '.join(paper_slugs())}")
@@ -116,7 +121,7 @@ def resolve_params(flow: PaperFlow, raw: dict[str, Any], smoke: bool = False,
 
 def validate_schedules(raw: dict[str, Any]) -> dict[str, str]:
     schedules = raw.get("schedules") or {}
-    known = set(paper_slugs())
+    known = set(raw.get("papers") or {})
     for slug, cron in schedules.items():
         if slug not in known:
             raise ParamsError(f"schedules.{slug}: no such paper")
