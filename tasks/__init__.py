@@ -7,3 +7,6 @@ import os
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Without PREFECT_API_URL each process starts a temporary server; on a loaded 2-core machine that
+# can take longer than Prefect's default 20 s.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

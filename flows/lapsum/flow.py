@@ -3,19 +3,16 @@ scaling against the baselines, learn-to-select with large k, and a top-2 loss on
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from prefect import unmapped
+from pydantic import Field, model_validator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from prefect import unmapped  # noqa: E402
-from pydantic import Field, model_validator  # noqa: E402
-
-from flows.lapsum import method  # noqa: E402
-from tasks import stats  # noqa: E402
-from tasks.data import load_bundled, save_parquet  # noqa: E402
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task  # noqa: E402
+from flows.lapsum import method
+from tasks import stats
+from tasks.data import load_bundled, save_parquet
+from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
 
 BASELINES_TIMED = ("sinkhorn", "neuralsort", "softsort")  # the plan's "faster than" comparison
 

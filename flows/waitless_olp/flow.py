@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from prefect import unmapped
+from pydantic import Field, model_validator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from prefect import unmapped  # noqa: E402
-from pydantic import Field, model_validator  # noqa: E402
-
-from flows.waitless_olp import method  # noqa: E402
-from tasks import stats  # noqa: E402
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task  # noqa: E402
+from flows.waitless_olp import method
+from tasks import stats
+from tasks.data import save_parquet
+from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
 
 def policy_names(params: "Params") -> tuple[str, str]:
     """Row names of the headline wait-less policy and of the plan's literal variant (first f exponent)."""
@@ -100,6 +99,19 @@ SMOKE = {"seeds": 1, "horizons": [200, 500], "timing_T": 200, "timing_instances"
 
 
 @paper_task
+def save_instances(config: dict, seeds: list[int], data_dir: Path) -> None:
+    """Every (seed, T) instance the policies run on: requests in instances.parquet, budgets in budgets.parquet."""
+    instances, budgets = [], []
+    for seed in seeds:
+        for T in config["horizons"]:
+            inst = method.instance_for(config, seed, T)
+            instances.append(pd.DataFrame({"seed": seed, "T": T, **method.instance_table(inst)}))
+            budgets.append({"seed": seed, "T": T, **{f"b_{i}": b for i, b in enumerate(inst.b)}})
+    save_parquet(pd.concat(instances, ignore_index=True), data_dir / "instances.parquet")
+    save_parquet(pd.DataFrame(budgets), data_dir / "budgets.parquet")
+
+
+@paper_task
 def regret_for_seed(config: dict, seed: int) -> dict:
     return method.run_seed(config, seed)
 
@@ -114,6 +126,7 @@ def time_policies(config: dict, seeds: list[int]) -> list[dict]:
 def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
     config = params.model_dump()
     proposed, _ = policy_names(params)
+    save_instances(config, ctx.seeds, ctx.data_dir)
     per_seed = regret_for_seed.map(unmapped(config), ctx.seeds).result()
     timing = time_policies(config, ctx.seeds[:params.timing_instances])
 

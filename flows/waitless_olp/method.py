@@ -258,6 +258,16 @@ def instance_seed(seed: int, T: int) -> int:
     return int(np.random.SeedSequence([seed, T]).generate_state(1)[0])
 
 
+def instance_for(config: dict, seed: int, T: int) -> Instance:
+    """The instance of (seed, T) under a run config (keys m, instance, a_high, r_high)."""
+    return make_instance(T, config["m"], instance_seed(seed, T), config["instance"], config["a_high"], config["r_high"])
+
+
+def instance_table(inst: Instance) -> dict[str, np.ndarray]:
+    """Columns of one instance for storage: t, r, a_0..a_{m-1} (length T each)."""
+    return {"t": np.arange(inst.T), "r": inst.r, **{f"a_{i}": inst.A[:, i] for i in range(inst.m)}}
+
+
 def proposed_config(config: dict) -> dict:
     """The wait-less settings of a run config (keys fo_mode, eta_schedule, fo_rate, lag, eta_scale)."""
     return {"fo_mode": config["fo_mode"], "schedule": config["eta_schedule"], "rate": config["fo_rate"],
@@ -280,8 +290,7 @@ def run_seed(config: dict, seed: int) -> dict:
     """
     rows = []
     for T in config["horizons"]:
-        inst = make_instance(T, config["m"], instance_seed(seed, T), config["instance"],
-                             config["a_high"], config["r_high"])
+        inst = instance_for(config, seed, T)
         opt = offline_optimum(inst).value
         runs: list[tuple[str, int | None, PolicyRun]] = [
             ("first_order", None, first_order(inst, config["eta_scale"]))]
@@ -303,8 +312,7 @@ def run_timing(config: dict, seed: int) -> dict:
     The three run one after the other inside this call, so their wall times are comparable.
     """
     T = config["timing_T"]
-    inst = make_instance(T, config["m"], instance_seed(seed, T), config["instance"],
-                         config["a_high"], config["r_high"])
+    inst = instance_for(config, seed, T)
     opt = offline_optimum(inst).value
     f = resolve_frequency(T, config["f_exponents"][0])
     runs = {"lp_every_step": lp_every_step(inst),

@@ -7,19 +7,16 @@ import time
 from pathlib import Path
 from typing import Literal
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from prefect import unmapped
+from pydantic import Field, model_validator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from prefect import unmapped  # noqa: E402
-from pydantic import Field, model_validator  # noqa: E402
-
-from flows.x_hacking import method  # noqa: E402
-from tasks import stats  # noqa: E402
-from tasks.data import load_bundled, save_parquet  # noqa: E402
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task  # noqa: E402
+from flows.x_hacking import method
+from tasks import stats
+from tasks.data import load_bundled, save_parquet
+from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
 
 PAPER = Paper(
     slug="x_hacking",
