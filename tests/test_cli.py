@@ -43,3 +43,16 @@ def test_serve_builds_one_deployment_per_paper_with_its_schedule():
         slug = deployment.name.removesuffix("-scheduled")
         crons = [s.schedule.cron for s in deployment.schedules or []]
         assert crons == ([schedules[slug]] if slug in schedules else [])
+
+
+def test_schedules_are_validated():
+    import pytest
+
+    from tasks.pipeline import ParamsError, validate_schedules
+
+    raw = {"papers": {"lapsum": {}}}
+    assert validate_schedules({**raw, "schedules": {"lapsum": "0 3 * * 1"}}) == {"lapsum": "0 3 * * 1"}
+    with pytest.raises(ParamsError, match="schedules.lapsum"):
+        validate_schedules({**raw, "schedules": {"lapsum": "weekly"}})
+    with pytest.raises(ParamsError, match="schedules.nope"):
+        validate_schedules({**raw, "schedules": {"nope": "0 3 * * 1"}})
