@@ -103,3 +103,34 @@ def loglog_slope_ci(x: Sequence[float], y_by_seed: np.ndarray, confidence: float
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha])
     return {"mean": slope, "ci_low": float(low), "ci_high": float(high)}
+
+
+def median_ratio(num: Sequence[float], den: Sequence[float], censor: float, n_boot: int = 4000, seed: int = 0
+                 ) -> dict[str, float]:
+    """median(num) / median(den) over paired seeds with a percentile bootstrap (seeds resampled
+    together). NaN when both medians are censored (neither condition reached the criterion)."""
+    def ratio(a: np.ndarray, b: np.ndarray) -> float:
+        ma, mb = np.median(a), np.median(b)
+        return float("nan") if (ma >= censor and mb >= censor) else float(ma / mb)
+
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    value = ratio(num, den)
+    if num.size == 1:
+        return {"ratio": value, "ci_low": value, "ci_high": value}
+    idx = np.random.default_rng(seed).integers(0, num.size, size=(n_boot, num.size))
+    boot = np.array([ratio(num[i], den[i]) for i in idx])
+    if np.isnan(boot).mean() > 0.025:      # too many resamples undefined: no interval
+        return {"ratio": value, "ci_low": float("nan"), "ci_high": float("nan")}
+    low, high = np.nanquantile(boot, [0.025, 0.975])
+    return {"ratio": value, "ci_low": float(low), "ci_high": float(high)}
+
+
+def median_ci(values: Sequence[float], n_boot: int = 4000, seed: int = 0) -> dict[str, float]:
+    """Median over seeds with a percentile-bootstrap interval."""
+    values = np.asarray(values, dtype=float)
+    med = float(np.median(values))
+    if values.size == 1:
+        return {"median": med, "ci_low": med, "ci_high": med}
+    idx = np.random.default_rng(seed).integers(0, values.size, size=(n_boot, values.size))
+    low, high = np.quantile(np.median(values[idx], axis=1), [0.025, 0.975])
+    return {"median": med, "ci_low": float(low), "ci_high": float(high)}

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
 
 from tasks.seeding import torch_generator
+
+
+_THREADS = {"lock": threading.Lock(), "users": 0, "saved": 1}
+
+
+@contextmanager
+def torch_single_thread() -> Iterator[None]:
+    """One torch intra-op thread while any caller is inside.
+
+    Seeds already run in parallel tasks; small models with torch's own threads on top oversubscribe
+    a 2-core machine badly, and one thread fixes the reduction order. The OpenMP setting is per
+    thread, so every entering thread sets it; the previous value comes back when the last caller
+    leaves (a count, so concurrent seeds never restore it under each other).
+    """
+    with _THREADS["lock"]:
+        if _THREADS["users"] == 0:
+            _THREADS["saved"] = torch.get_num_threads()
+        _THREADS["users"] += 1
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        with _THREADS["lock"]:
+            _THREADS["users"] -= 1
+            if _THREADS["users"] == 0:
+                torch.set_num_threads(_THREADS["saved"])
 
 
 def mlp(n_inputs: int, hidden: list[int], n_outputs: int, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:

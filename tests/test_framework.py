@@ -13,7 +13,7 @@ from tasks import report
 from tasks.data import load_bundled, load_parquet, save_parquet
 from tasks.pipeline import ParamsError, resolve_params, run_flow
 from tasks.seeding import torch_seeded
-from tasks.train import mlp, predict, train
+from tasks.train import mlp, predict, torch_single_thread, train
 
 RAW = {"common": {"seed": 0, "max_workers": 2}, "papers": {"toy": {"seeds": 3, "loc": 1.0, "n": 50}}}
 
@@ -146,3 +146,12 @@ def test_training_loop_fits_a_separable_problem_deterministically():
     assert fit()[1] == history
     with pytest.raises(ValueError, match="rows"):
         train(model, X, y[:10], loss_fn=torch.nn.functional.cross_entropy, epochs=1, batch_size=8, lr=0.1, seed=0)
+
+
+def test_single_thread_context_is_counted_and_restores_the_setting():
+    before = torch.get_num_threads()
+    with torch_single_thread():
+        with torch_single_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before

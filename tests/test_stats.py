@@ -66,3 +66,17 @@ def test_loglog_slope_ci_matches_polyfit_on_each_resample():
     assert out["ci_low"] < out["mean"] < out["ci_high"] and 0.3 < out["ci_low"] and out["ci_high"] < 0.7
     exact = stats.loglog_slope_ci(x, np.outer(x**2, np.ones(4)))
     assert exact["ci_low"] == pytest.approx(2.0) and exact["ci_high"] == pytest.approx(2.0)
+
+
+def test_median_ratio_handles_censoring_and_brackets_the_ratio():
+    num, den = np.array([10.0, 12.0, 8.0, 11.0]), np.array([20.0, 22.0, 18.0, 21.0])
+    out = stats.median_ratio(num, den, censor=100.0)
+    assert out["ratio"] == pytest.approx(10.5 / 20.5) and out["ci_low"] <= out["ratio"] <= out["ci_high"]
+    censored = stats.median_ratio(np.full(4, 100.0), np.full(4, 100.0), censor=100.0)
+    assert np.isnan(censored["ratio"]) and np.isnan(censored["ci_low"])
+    assert stats.median_ratio([5.0], [100.0], censor=100.0)["ratio"] == 0.05
+
+
+def test_median_ci():
+    out = stats.median_ci([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert out["median"] == 3.0 and out["ci_low"] <= 3.0 <= out["ci_high"] and out["ci_high"] <= 100.0

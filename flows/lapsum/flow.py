@@ -4,7 +4,6 @@ scaling against the baselines, learn-to-select with large k, and a top-2 loss on
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from prefect import unmapped
 from pydantic import Field, model_validator

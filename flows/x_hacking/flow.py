@@ -243,7 +243,7 @@ def _setup(params: Params, ctx: RunContext) -> str:
 
 
 def _notes(params: Params, metrics: dict, pairs: pd.DataFrame) -> str:
-    sp, red, ex = metrics["speedup"], metrics["redundancy"], metrics["existence"]
+    sp, ex = metrics["speedup"], metrics["existence"]
     return (
         "**Official code not read**: `datasciapps/x-hacking` is cited by the paper but was not in the code "
         "index available here, so the search space, the defensibility rule and the redundancy measure follow "

@@ -1,0 +1,340 @@
+"""GBRL as a Prefect flow: PPO with gbrl's gradient-boosted-trees actor-critic against PPO with an MLP
+actor-critic, at equal environment steps, on CartPole, two MiniGrid tasks with categorical observations
+and a synthetic categorical task with an irregular lookup-table reward (plus a nuisance-feature OOD test)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from prefect import unmapped
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from flows.gbrl_rl import method
+from tasks import stats
+from tasks.data import save_parquet
+from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+
+MINIGRID = ("minigrid_empty", "minigrid_doorkey")
+EnvName = Literal["cartpole", "minigrid_empty", "minigrid_doorkey", "irregular"]
+
+PAPER = Paper(
+    slug="gbrl_rl",
+    title="Gradient Boosting Reinforcement Learning",
+    method="GBRL (PPO with a shared gradient-boosted-trees actor-critic, NVlabs/gbrl)",
+    paper_class="B",
+    source="abstracts-004.txt #15",
+    official_code="NVlabs/gbrl (C++/CUDA core, PyPI gbrl==1.1.9, used here) and NVlabs/gbrl_sb3 (SB3 algorithms, config/defaults.yaml)",
+    claims=(
+        Claim(id="minigrid_gbrl_ge_nn",
+              text="GBRL outperforms NNs in domains with structured observations and categorical features: on the "
+                   "MiniGrid categorical envs (Empty-5x5, DoorKey-5x5), PPO-GBRL final greedy return >= PPO-NN "
+                   "(mean over envs and seeds; interval: bootstrap over seeds)",
+              source="abstract; plan claim 1", metric="minigrid.diff.mean", comparison=">=", threshold=0.0,
+              kind="direction", interval=("minigrid.diff.ci_low", "minigrid.diff.ci_high"),
+              scaled="paper: 1M+ steps per env; plan: 40k; here the step budget of params (by default 6,144 on "
+                     "Empty-5x5 and 4,096 on DoorKey-5x5)"),
+        Claim(id="cartpole_competitive",
+              text="while maintaining competitive performance on standard control benchmarks: on CartPole, "
+                   "PPO-GBRL reaches >= 90% of PPO-NN's final greedy return (ratio of seed means, paired bootstrap)",
+              source="abstract; plan claim 2", metric="cartpole.ratio.mean", comparison=">=", threshold=0.9,
+              kind="magnitude", interval=("cartpole.ratio.ci_low", "cartpole.ratio.ci_high"),
+              scaled="paper: continuous-control suites at 1M+ steps; plan: CartPole at 50k steps; here 8,192 steps"),
+        Claim(id="ood_drop_smaller",
+              text="GBRL demonstrates superior robustness to out-of-distribution samples: under an unseen category in "
+                   "the nuisance features, GBRL's relative return drop is smaller than NN's "
+                   "(NN drop - GBRL drop > 0; interval: bootstrap over seeds)",
+              source="abstract; plan claim 3", metric="ood.drop_diff.mean", comparison=">", threshold=0.0,
+              kind="direction", interval=("ood.drop_diff.ci_low", "ood.drop_diff.ci_high")),
+    ),
+    limitations=(
+        "Step budgets are about 100-1000x below the paper's (thousands instead of millions of environment steps, "
+        "3 seeds), so these are early-training comparisons, not the paper's asymptotic returns. CartPole stands in "
+        "for the paper's continuous-control suites, two 5x5 MiniGrid tasks for its categorical domains, and a "
+        "synthetic one-step categorical task with a random lookup-table reward for its 'irregular state-action "
+        "relationships'; the OOD test perturbs nuisance features of that synthetic task only, not the paper's "
+        "spurious-correlation and noise MiniGrid variants. Both PPO loops are this project's (not stable-baselines3 "
+        "or gbrl_sb3), with each algorithm's official hyperparameters except the rollout shape; gbrl runs on CPU, "
+        "one thread per run. DoorKey-5x5 needs far more steps than the budget allows, so both methods typically "
+        "score 0 there and that environment cannot separate them."
+    ),
+)
+
+
+class GBRLConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    n_envs: int = Field(ge=1, description="parallel environments")
+    n_steps: int = Field(ge=1, description="steps per env per rollout")
+    batch_size: int = Field(ge=2, description="minibatch size; one tree per minibatch step")
+    n_epochs: int = Field(ge=1)
+    clip_range: float = Field(gt=0)
+    ent_coef: float = Field(ge=0)
+    vf_coef: float = Field(ge=0)
+    policy_lr: float = Field(gt=0, description="SGD learning rate of the policy outputs")
+    value_lr: float = Field(gt=0, description="SGD learning rate of the value output")
+    max_depth: int = Field(ge=1, le=16)
+    n_bins: int = Field(ge=2, description="split candidates per numerical feature (quantiles)")
+
+
+class NNConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    n_envs: int = Field(ge=1)
+    n_steps: int = Field(ge=1)
+    batch_size: int = Field(ge=2)
+    n_epochs: int = Field(ge=1)
+    clip_range: float = Field(gt=0)
+    ent_coef: float = Field(ge=0)
+    vf_coef: float = Field(ge=0)
+    lr: float = Field(gt=0, description="Adam learning rate")
+    max_grad_norm: float = Field(gt=0)
+    hidden: int = Field(ge=1, description="units of the two hidden layers (policy and value nets)")
+
+
+class IrregularConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    n_relevant: int = Field(ge=1, le=6)
+    n_categories: int = Field(ge=2)
+    n_nuisance: int = Field(ge=1, le=6)
+    n_nuisance_categories: int = Field(ge=2)
+    n_actions: int = Field(ge=2)
+
+    @model_validator(mode="after")
+    def _enumerable(self) -> "IrregularConfig":
+        if self.n_categories ** self.n_relevant * self.n_nuisance_categories ** self.n_nuisance > 200_000:
+            raise ValueError("too many observations to evaluate the expected return exactly (max 200,000)")
+        return self
+
+
+class Params(PaperParams):
+    envs: list[EnvName] = Field(min_length=3, description="environments; cartpole, irregular and a MiniGrid env are needed by the claims")
+    steps: dict[str, int] = Field(description="environment steps per run, per env (equal for both algorithms)")
+    eval_episodes: int = Field(ge=1, description="greedy evaluation episodes per run (gym envs)")
+    gamma: float = Field(gt=0, le=1)
+    gae_lambda: float = Field(ge=0, le=1)
+    nn_encoding: Literal["onehot", "codes"] = Field(description="categorical features for the network: one-hot or raw integer codes")
+    irregular: IrregularConfig
+    gbrl: GBRLConfig
+    nn: NNConfig
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Params":
+        if "cartpole" not in self.envs or "irregular" not in self.envs or not set(MINIGRID) & set(self.envs):
+            raise ValueError("envs must include cartpole, irregular and at least one MiniGrid env (the claims use them)")
+        if len(set(self.envs)) != len(self.envs):
+            raise ValueError("envs must be distinct")
+        for env in self.envs:
+            if env not in self.steps:
+                raise ValueError(f"steps has no entry for {env}")
+            for name, cfg in (("gbrl", self.gbrl), ("nn", self.nn)):
+                if self.steps[env] < cfg.n_envs * cfg.n_steps:
+                    raise ValueError(f"steps.{env} is below one {name} rollout ({cfg.n_envs} x {cfg.n_steps})")
+        return self
+
+
+SMOKE = {"seeds": 1, "steps": {"cartpole": 1024, "minigrid_empty": 1024, "minigrid_doorkey": 1024, "irregular": 1024},
+         "eval_episodes": 4}
+
+
+@paper_task
+def train_and_evaluate(config: dict, env: str, algo: str, seed: int) -> dict:
+    return method.run_one(config, env, algo, seed)
+
+
+def _jobs(envs: list[str], seeds: list[int]) -> list[tuple[str, str, int]]:
+    """(env, algo, seed) runs, the costliest first so two workers finish together."""
+    cost = {"minigrid_doorkey": 0, "minigrid_empty": 1, "cartpole": 2, "irregular": 3}
+    return [(e, a, s) for e in sorted(envs, key=cost.get) for a in method.ALGOS for s in seeds]
+
+
+@paper_flow(PAPER, Params, smoke=SMOKE)
+def gbrl_rl_flow(params: Params, ctx: RunContext) -> RunOutput:
+    config = params.model_dump()
+    jobs = _jobs(list(params.envs), ctx.seeds)
+    results = train_and_evaluate.map(unmapped(config), [j[0] for j in jobs], [j[1] for j in jobs],
+                                     [j[2] for j in jobs]).result()
+
+    runs = pd.DataFrame([{k: v for k, v in r.items() if k != "curve"} for r in results])
+    curves = pd.DataFrame([row for r in results for row in r["curve"]])
+    save_parquet(runs, ctx.data_dir / "runs.parquet")
+    save_parquet(curves, ctx.data_dir / "curves.parquet")
+
+    def final(env: str, algo: str, col: str = "final_return") -> np.ndarray:
+        sel = runs[(runs["env"] == env) & (runs["algo"] == algo)].sort_values("seed")
+        return sel[col].to_numpy(dtype=float)
+
+    final_return = {e: {a: stats.summarize(final(e, a)) for a in method.ALGOS} for e in params.envs}
+    curve_mean = {e: {a: stats.summarize(final(e, a, "curve_mean")) for a in method.ALGOS} for e in params.envs}
+    minigrid_envs = [e for e in params.envs if e in MINIGRID]
+    per_seed_diff = np.mean([final(e, "gbrl") - final(e, "nn") for e in minigrid_envs], axis=0)
+    minigrid = {"envs": len(minigrid_envs), "diff": stats.summarize(per_seed_diff),
+                "per_env_diff": {e: stats.paired_difference(final(e, "gbrl"), final(e, "nn")) for e in minigrid_envs}}
+    cart_g, cart_n = final("cartpole", "gbrl"), final("cartpole", "nn")
+    cartpole = {"ratio": stats.ratio_of_means(cart_g, cart_n) if cart_n.mean() > 0 else
+                {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")},
+                "gbrl_minus_nn": stats.paired_difference(cart_g, cart_n)}
+    drops = {}
+    for algo in method.ALGOS:
+        ins, oods = final("irregular", algo), final("irregular", algo, "ood_return")
+        drops[algo] = np.where(ins > 0, (ins - oods) / np.maximum(ins, 1e-12), 0.0)
+    ood = {a: {"in_distribution": stats.summarize(final("irregular", a)),
+               "ood": stats.summarize(final("irregular", a, "ood_return")),
+               "relative_drop": stats.summarize(drops[a])} for a in method.ALGOS}
+    ood["drop_diff"] = stats.summarize(drops["nn"] - drops["gbrl"])
+    gb = runs[runs["algo"] == "gbrl"]
+    metrics = {
+        "final_return": final_return,
+        "learning_curve_mean": curve_mean,
+        "minigrid": minigrid,
+        "cartpole": cartpole,
+        "ood": ood,
+        "irregular_reference": {"optimal": 1.0, "random": 1.0 / params.irregular.n_actions},
+        "steps": {e: int(runs[runs["env"] == e]["steps"].iloc[0]) for e in params.envs},
+        "gbrl_trees": {e: float(gb[gb["env"] == e]["n_trees"].mean()) for e in params.envs},
+        "timings": {
+            "run_wall_s_total": float(runs["wall_s"].sum()),
+            "run_cpu_s_total": float(runs["cpu_s"].sum()),
+            "cpu_s_by_env_algo": {f"{e}/{a}": float(runs[(runs["env"] == e) & (runs["algo"] == a)]["cpu_s"].mean())
+                                  for e in params.envs for a in method.ALGOS},
+        },
+    }
+
+    plot = (curves.groupby(["env", "algo", "steps"])["train_return"]
+            .agg(y="mean", y_low="min", y_high="max").reset_index())
+    plot["series"] = plot["env"] + "/" + plot["algo"]
+    plot = plot.rename(columns={"steps": "x"})[["x", "y", "y_low", "y_high", "series"]]
+    finals = pd.DataFrame([{"env": e, "algo": a, "mean": final_return[e][a]["mean"], "ci_low": final_return[e][a]["ci_low"],
+                            "ci_high": final_return[e][a]["ci_high"]} for e in params.envs for a in method.ALGOS])
+    return RunOutput(metrics=metrics, tables={"plot": plot, "final_returns": finals, "runs": runs},
+                     figure=_figure(plot, finals, ood, list(params.envs)),
+                     setup=_setup(params), notes=_notes(params, metrics))
+
+
+COLORS = {"gbrl": "tab:green", "nn": "tab:blue"}
+SHORT = {"cartpole": "CartPole", "minigrid_empty": "Empty-5x5", "minigrid_doorkey": "DoorKey-5x5",
+         "irregular": "Irregular"}
+TITLES = {"cartpole": "CartPole-v1", "minigrid_empty": "MiniGrid-Empty-5x5 (categorical)",
+          "minigrid_doorkey": "MiniGrid-DoorKey-5x5 (categorical)", "irregular": "Irregular lookup-table task"}
+
+
+def _figure(plot: pd.DataFrame, finals: pd.DataFrame, ood: dict, envs: list[str]):
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    for ax, env in zip(axes.ravel(), envs):
+        for algo in method.ALGOS:
+            g = plot[plot["series"] == f"{env}/{algo}"]
+            ax.plot(g["x"], g["y"], marker="o", ms=3, color=COLORS[algo], label=f"PPO-{algo.upper()}")
+            ax.fill_between(g["x"], g["y_low"], g["y_high"], color=COLORS[algo], alpha=0.2)
+        ax.set(title=TITLES[env], xlabel="environment steps", ylabel="training return (mean; band: min-max over seeds)")
+        ax.legend(fontsize=8)
+    for ax in axes.ravel()[len(envs):4]:
+        ax.axis("off")
+    ax = axes.ravel()[4]
+    x = np.arange(len(envs))
+    for k, algo in enumerate(method.ALGOS):
+        f = finals[finals["algo"] == algo].set_index("env").loc[envs]
+        norm = np.array([500.0 if e == "cartpole" else 1.0 for e in envs])
+        ax.bar(x + (k - 0.5) * 0.38, f["mean"] / norm, 0.38, color=COLORS[algo], label=f"PPO-{algo.upper()}",
+               yerr=[(f["mean"] - f["ci_low"]) / norm, (f["ci_high"] - f["mean"]) / norm], capsize=3)
+    ax.set_xticks(x, [SHORT[e] for e in envs], fontsize=9)
+    ax.set(title="Final greedy return (CartPole / 500)", ylabel="normalised return")
+    ax.legend(fontsize=8)
+    ax = axes.ravel()[5]
+    for k, algo in enumerate(method.ALGOS):
+        vals = [ood[algo]["in_distribution"]["mean"], ood[algo]["ood"]["mean"]]
+        ax.bar(np.arange(2) + (k - 0.5) * 0.38, vals, 0.38, color=COLORS[algo], label=f"PPO-{algo.upper()}")
+    ax.set_xticks(np.arange(2), ["in distribution", "unseen nuisance category"])
+    ax.set(title="Irregular task: expected return, OOD test", ylabel="expected return (optimum 1)", ylim=(0, 1.05))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _setup(params: Params) -> str:
+    g, n, ir = params.gbrl, params.nn, params.irregular
+    steps = ", ".join(f"{e}: {params.steps[e]:,}" for e in params.envs)
+    return (
+        f"{params.seeds} seeds x {len(params.envs)} environments x 2 algorithms, equal environment steps per run "
+        f"({steps}); every run ends with a greedy (argmax) evaluation: {params.eval_episodes} fresh episodes on the gym "
+        "environments, the exact expected return over all observations on the irregular task.\n\n"
+        f"- **PPO-GBRL** (the paper's method): `gbrl.models.actor_critic.ActorCritic` (gbrl 1.1.9, CPU), one shared "
+        f"ensemble of oblivious trees (depth {g.max_depth}, {g.n_bins} quantile bins, cosine split score) whose "
+        f"outputs are the policy logits and the value; each PPO minibatch step ({g.batch_size} samples, "
+        f"{g.n_epochs} epochs) fits one tree to the per-sample gradients of the PPO loss w.r.t. those outputs "
+        f"(SGD, policy lr {g.policy_lr}, value lr {g.value_lr}); clip {g.clip_range}, entropy {g.ent_coef}, value "
+        f"coefficient {g.vf_coef}, rewards normalised, observations not (gbrl_sb3 `ppo_gbrl` defaults); rollouts "
+        f"{g.n_envs} envs x {g.n_steps} steps. MiniGrid cells are categorical strings \"object,color,state\" plus the "
+        "direction (the official categorical wrapper); the irregular task's features are strings too.\n"
+        f"- **PPO-NN**: separate tanh MLPs ({n.hidden}-{n.hidden}) for policy and value, orthogonal init, Adam "
+        f"lr {n.lr}, batch {n.batch_size}, {n.n_epochs} epochs, clip {n.clip_range}, entropy {n.ent_coef}, value "
+        f"coefficient {n.vf_coef}, gradient norm {n.max_grad_norm}, observations and rewards normalised "
+        f"(gbrl_sb3 `ppo_nn` / stable-baselines3 defaults); rollouts {n.n_envs} envs x {n.n_steps} steps; "
+        f"categorical features as `{params.nn_encoding}`.\n"
+        f"- Shared: gamma {params.gamma}, GAE lambda {params.gae_lambda}, advantages standardised per minibatch, "
+        "time-limit truncations bootstrapped with V(final observation). The learning curves show the training "
+        "return after each rollout: the mean over the episodes that finished in it (at least the last 20), like "
+        "SB3's `ep_rew_mean`; the first DoorKey points are biased towards the quick (successful) episodes, the only "
+        "ones that can end that early.\n"
+        f"- **Irregular task** [ours]: {ir.n_relevant} relevant categorical features ({ir.n_categories} values) and "
+        f"{ir.n_nuisance} nuisance features ({ir.n_nuisance_categories} values), uniform; one decision per episode "
+        f"among {ir.n_actions} actions, reward 1 iff the action equals a random lookup table of the relevant "
+        "features (a new table per seed). OOD test: the nuisance features take a category never seen in training "
+        "(a new string for the trees, an all-zero one-hot block for the network)."
+    )
+
+
+def _notes(params: Params, metrics: dict) -> str:
+    fr = metrics["final_return"]
+    both_zero = [e for e in metrics["minigrid"]["per_env_diff"]
+                 if max(fr[e]["gbrl"]["mean"], fr[e]["nn"]["mean"]) == 0.0]
+    text = (
+        "**Confirmed against the official code** (NVlabs/gbrl_sb3 `config/defaults.yaml`, `algos/ppo.py`, "
+        "`policies/actor_critic_policy.py`, `env/wrappers.py`; gbrl 1.1.9 sources): oblivious trees of depth 4, "
+        "250 quantile bins, cosine split score, one tree per PPO minibatch step fitted to the output gradients "
+        "times the batch size, shared actor-critic tree structure with output slices logits / value, SGD learning "
+        "rates 0.17 / 0.01, `ppo_gbrl` clip 0.62, entropy 0.08, value coefficient 0.871923, batch 512, 20 epochs, "
+        "norm_reward on, norm_obs off; `ppo_nn` batch 64, 10 epochs, clip 0.2, entropy 0, value coefficient 0.5, "
+        "gradient norm 0.5, norm_obs and norm_reward on; the categorical MiniGrid encoding \"object,color,state\" per "
+        "cell plus the direction; evaluation with deterministic actions.\n\n"
+        "**Deviations** (all for the 2-core budget unless said): environment steps per run are "
+        f"{', '.join(f'{e} {s:,}' for e, s in metrics['steps'].items())} (paper: 1M-10M; plan: CartPole 50k, "
+        f"MiniGrid 40k); rollouts are {params.gbrl.n_envs} x {params.gbrl.n_steps} for GBRL and "
+        f"{params.nn.n_envs} x {params.nn.n_steps} for the NN (official 16 x 256 and 16 x 128) so that several "
+        f"policy iterations fit in the budget; {params.seeds} seeds (paper: 5). The PPO loop, the MLP and the reward/observation normalisers "
+        "are this project's re-implementations of the stable-baselines3 pieces (the NN normalises observations "
+        "with the current running statistics at update time, SB3 stores them normalised at collection time). The "
+        "MiniGrid mission string is constant in both tasks and left out. The network sees MiniGrid and the "
+        f"irregular task as `{params.nn_encoding}` features; whether the paper's NN baseline used one-hot or "
+        "the flat integer-code image of MiniGrid's FlatObsWrapper could not be confirmed (`nn_encoding: codes` "
+        "runs the latter). gbrl's Python preprocessing re-encodes categorical arrays on every call; a "
+        "pass-through for arrays that are already S128 (same bytes, tested) makes the categorical runs ~5x faster.\n\n"
+        "**Not from the paper**: the irregular lookup-table task and the nuisance-category OOD test are this "
+        "project's stand-ins (the plan's) for the paper's irregular-relationship, noise and spurious-correlation "
+        "experiments, whose exact protocols could not be read here (only the abstract and the code were "
+        "available). CartPole has discrete actions: it stands in for 'standard continuous control benchmarks'.\n\n"
+    )
+    per_env = metrics["minigrid"]["per_env_diff"]
+    ties = [e for e in per_env if e not in both_zero and per_env[e]["std"] == 0 and per_env[e]["mean"] == 0.0]
+    diff = metrics["minigrid"]["diff"]["mean"]
+    text += ("**Reading claim 1**: the claim asks GBRL >= NN, so a tie satisfies it. Final greedy returns GBRL vs NN: "
+             + "; ".join(f"{e} {fr[e]['gbrl']['mean']:.3f} vs {fr[e]['nn']['mean']:.3f}" for e in per_env) + ". "
+             + (f"Both methods score 0 on {', '.join(both_zero)} at this budget (no signal there). " if both_zero else "")
+             + (f"On {', '.join(ties)} the final returns are identical in every seed. " if ties else "")
+             + (f"The mean difference {diff:+.3f} is below 0.02 (2% of the maximum return): in substance a tie, not "
+                "evidence that GBRL is better. " if abs(diff) < 0.02 else "")
+             + "`learning_curve_mean` (mean training return over the run, a sample-efficiency reading, not gated): "
+             + "; ".join(f"{e} {metrics['learning_curve_mean'][e]['gbrl']['mean']:.3f} vs "
+                         f"{metrics['learning_curve_mean'][e]['nn']['mean']:.3f}" for e in per_env) + ".\n\n")
+    o = metrics["ood"]
+    if max(abs(o["gbrl"]["relative_drop"]["mean"]), abs(o["nn"]["relative_drop"]["mean"])) < 0.05:
+        text += ("**Reading claim 3**: neither method loses more than 5% of its return when the nuisance features "
+                 "take an unseen category (both learned to ignore them at this budget), so the test does not show the "
+                 "paper's robustness gap in either direction; the verdict compares two near-zero drops.\n\n")
+    ratio = metrics["cartpole"]["ratio"]
+    text += (f"**Measured**: CartPole GBRL/NN final-return ratio {ratio['mean']:.2f} "
+             f"[{ratio['ci_low']:.2f}, {ratio['ci_high']:.2f}]; MiniGrid mean difference GBRL - NN "
+             f"{metrics['minigrid']['diff']['mean']:+.3f}; irregular task in-distribution return GBRL "
+             f"{metrics['ood']['gbrl']['in_distribution']['mean']:.3f} vs NN {metrics['ood']['nn']['in_distribution']['mean']:.3f}, "
+             f"relative OOD drop GBRL {metrics['ood']['gbrl']['relative_drop']['mean']:+.3f} vs NN "
+             f"{metrics['ood']['nn']['relative_drop']['mean']:+.3f}. With {params.seeds} seed(s) the bootstrap intervals are coarse.")
+    return text
