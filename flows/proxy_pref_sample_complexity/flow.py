@@ -13,8 +13,9 @@ from pydantic import Field, model_validator
 
 from flows.proxy_pref_sample_complexity import method
 from tasks import stats
-from tasks.train import torch_single_thread
+from tasks.data import save_parquet
 from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.train import torch_single_thread
 
 PAPER = Paper(
     slug="proxy_pref_sample_complexity",
@@ -124,6 +125,7 @@ def proxy_pref_sample_complexity_flow(params: Params, ctx: RunContext) -> RunOut
         per_seed = learning_curves_for_seed.map(unmapped(config), ctx.seeds).result()
 
     rows = pd.DataFrame([{"seed": r["seed"], **row} for r in per_seed for row in r["rows"]])
+    save_parquet(rows, ctx.data_dir / "learning_curves.parquet")
     sizes = sorted(params.n_true_grid)
     ref = sizes.index(params.n_ref)
     curves = dict(CURVES)
