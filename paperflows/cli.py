@@ -25,12 +25,12 @@ def _fail(err: BaseException) -> None:
 @app.command("list")
 def list_papers() -> None:
     """Papers, their class, claims and last verdicts."""
-    from tasks.pipeline import REPO_ROOT, configured_slugs, load_flow
+    from tasks.pipeline import configured_slugs, load_flow
     from tasks.summary import load_metrics, verdict_line
 
     for slug in configured_slugs():
         paper = load_flow(slug).paper
-        verdicts = verdict_line(load_metrics(REPO_ROOT / "results", slug))
+        verdicts = verdict_line(load_metrics(Path("results"), slug))
         typer.echo(f"{slug:32s} class {paper.paper_class}  {len(paper.claims)} claims  {verdicts}")
 
 
@@ -45,9 +45,9 @@ def run(
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
     """Run one paper's flow and check its claims."""
-    from tasks.pipeline import REPO_ROOT, run_paper
+    from tasks.pipeline import run_paper
 
-    out_root = out or (REPO_ROOT / ".paperflows" / "smoke" if smoke else REPO_ROOT)
+    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
     try:
         summary = run_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
                             runner=runner, dask_address=dask_address)

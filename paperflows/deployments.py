@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.pipeline import REPO_ROOT, load_flow, read_params_file, resolve_params, validate_schedules
+from tasks.pipeline import load_flow, read_params_file, resolve_params, validate_schedules
 from tasks.seeding import seed_list
 
 
-def build_deployments(params_file: Path = REPO_ROOT / "params.yaml") -> list:
+def build_deployments(params_file: Path = Path("params.yaml")) -> list:
     """One deployment per paper, parameterised from ``params.yaml`` (validated now, not at 3 a.m.)."""
     raw = read_params_file(params_file)
     schedules = validate_schedules(raw)
@@ -19,7 +19,7 @@ def build_deployments(params_file: Path = REPO_ROOT / "params.yaml") -> list:
         deployments.append(flow.flow.to_deployment(
             name=f"{slug}-scheduled",
             parameters={"params": params.model_dump(mode="json"), "seeds": seed_list(common.seed, params.seeds),
-                        "data_dir": str(REPO_ROOT / "data" / slug), "results_dir": str(REPO_ROOT / "results" / slug)},
+                        "data_dir": str(Path.cwd() / "data" / slug), "results_dir": str(Path.cwd() / "results" / slug)},
             cron=schedules.get(slug),
             tags=["paperflows", slug, "scheduled"],
         ))

@@ -15,8 +15,7 @@ from tasks.paper import PaperFlow, PaperParams
 from tasks.runners import make_task_runner
 from tasks.seeding import seed_list
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-FLOWS_DIR = REPO_ROOT / "flows"
+FLOWS_DIR = Path(__file__).resolve().parent.parent / "flows"  # the code; data, results and params live in the working directory
 
 
 class ParamsError(ValueError):
@@ -38,7 +37,7 @@ def paper_slugs() -> list[str]:
     return sorted(p.name for p in FLOWS_DIR.iterdir() if (p / "flow.py").is_file() and not p.name.startswith(("_", ".")))
 
 
-def configured_slugs(params_file: Path = REPO_ROOT / "params.yaml") -> list[str]:
+def configured_slugs(params_file: Path = Path("params.yaml")) -> list[str]:
     """The papers of ``params.yaml`` (what ``dvc.yaml`` runs), in file order."""
     return list((read_params_file(params_file).get("papers") or {}))
 
@@ -130,12 +129,12 @@ def validate_schedules(raw: dict[str, Any]) -> dict[str, str]:
     return dict(schedules)
 
 
-def run_paper(slug: str, *, params_file: Path = REPO_ROOT / "params.yaml", **options: Any) -> dict[str, Any]:
+def run_paper(slug: str, *, params_file: Path = Path("params.yaml"), **options: Any) -> dict[str, Any]:
     """Run the paper ``slug`` with its section of ``params_file``; see :func:`run_flow` for the options."""
     return run_flow(load_flow(slug), read_params_file(params_file), **options)
 
 
-def run_flow(flow: PaperFlow, raw_params: dict[str, Any], *, out_root: Path = REPO_ROOT, smoke: bool = False,
+def run_flow(flow: PaperFlow, raw_params: dict[str, Any], *, out_root: Path = Path("."), smoke: bool = False,
              overrides: Sequence[str] = (), runner: str = "threads", dask_address: str | None = None) -> dict[str, Any]:
     """Validate, then run one paper's flow; outputs go to ``out_root/data/<slug>`` and ``out_root/results/<slug>``.
 
@@ -158,8 +157,8 @@ def run_flow(flow: PaperFlow, raw_params: dict[str, Any], *, out_root: Path = RE
         summary = configured(
             params=params.model_dump(mode="json"),
             seeds=seed_list(common.seed, params.seeds),
-            data_dir=str(Path(out_root) / "data" / slug),
-            results_dir=str(Path(out_root) / "results" / slug),
+            data_dir=str(Path(out_root).resolve() / "data" / slug),
+            results_dir=str(Path(out_root).resolve() / "results" / slug),
             smoke_run=smoke,
         )
     return {**summary, "wall_s": time.perf_counter() - started}

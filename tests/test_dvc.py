@@ -54,10 +54,13 @@ def changed_stages(repo, env):
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     repo, env = repo_copy
     first, second = paper_slugs()[:2]
+    committed = (ROOT / "results" / first / "metrics.json").read_bytes()
     raw = set_smoke(repo / "params.yaml", [first, second])
     sh([str(BIN / "dvc"), "repro", f"paper@{first}", f"paper@{second}"], repo, env)
     assert not {f"paper@{first}", f"paper@{second}"} & changed_stages(repo, env)
-    assert json.loads((repo / "results" / first / "metrics.json").read_text())["smoke"] is False  # no --smoke: params decide
+    written = json.loads((repo / "results" / first / "metrics.json").read_text())
+    assert written["params"] == raw["papers"][first] and written["smoke"] is False  # no --smoke: params decide
+    assert (ROOT / "results" / first / "metrics.json").read_bytes() == committed, "the copy's stage wrote outside the copy"
 
     raw["papers"][first]["seeds"] += 1
     (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))

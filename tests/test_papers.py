@@ -40,8 +40,8 @@ def test_readme_holds_the_generated_papers_table():
 @pytest.mark.parametrize("slug", SLUGS)
 def test_paper_flow_at_smoke_scale_is_deterministic(slug, tmp_path):
     paper = load_flow(slug).paper
-    run_paper(slug, out_root=tmp_path / "a", smoke=True)
-    run_paper(slug, out_root=tmp_path / "b", smoke=True)
+    run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "a", smoke=True)
+    run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "b", smoke=True)
     first = read_metrics(tmp_path / "a" / "results" / slug)
     assert set(first["claims"]) == {c.id for c in paper.claims}
     assert all(c["verdict"] in ("reproduced", "not reproduced", "inconclusive") for c in first["claims"].values())
