@@ -341,22 +341,35 @@ def _eliminate(X: np.ndarray, active: np.ndarray, theta_hat: np.ndarray, eps: fl
     return active[est > est.max() - 2.0 * eps]
 
 
+def _design_and_eliminate(led: "Ledger", ridge: "_CumulativeRidge", X: np.ndarray, active: np.ndarray,
+                          n: float, T: int, fw_tol: float) -> np.ndarray:
+    """One phased-elimination batch of about n pulls over ``active``: design, pull, then drop the arms
+    eps = sqrt(d log(K T^2) / n) worse than the best estimate. Returns the arms left."""
+    K, d = X.shape
+    _design_batch(led, ridge, active, n, fw_tol)
+    return _eliminate(X, active, ridge.theta(), math.sqrt(d * math.log(K * T ** 2) / n))
+
+
+def _phase_out(led: "Ledger", ridge: "_CumulativeRidge", X: np.ndarray, active: np.ndarray, T: int,
+               fw_tol: float) -> "Ledger":
+    """Batches of n_l = T^(1 - 2^-l), l = 1, 2, ..., until one arm is left or the horizon is spent;
+    the rest of the horizon goes to the first arm left."""
+    l = 1
+    while active.size > 1 and led.remaining > 0:
+        active = _design_and_eliminate(led, ridge, X, active, T ** (1.0 - 2.0 ** -l), T, fw_tol)
+        l += 1
+    led.commit(int(active[0]))
+    led.info["arms_left"] = int(active.size)
+    return led
+
+
 def phased_elimination(X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, *,
                        sigma: float = 1.0, lam: float = 1.0, fw_tol: float = 1e-3) -> Ledger:
     """Batched phased elimination: batch l uses n_l = T^(1 - 2^-l), eps_l = sqrt(d log(K T^2) / n_l)."""
     K, d = X.shape
     led = Ledger(X, theta, T, sigma, rng)
     ridge = _CumulativeRidge(d, lam)
-    active = np.arange(K)
-    l = 1
-    while active.size > 1 and led.remaining > 0:
-        n = T ** (1.0 - 2.0 ** -l)
-        _design_batch(led, ridge, active, n, fw_tol)
-        active = _eliminate(X, active, ridge.theta(), math.sqrt(d * math.log(K * T ** 2) / n))
-        l += 1
-    led.commit(int(active[0]))
-    led.info["arms_left"] = int(active.size)
-    return led
+    return _phase_out(led, ridge, X, np.arange(K), T, fw_tol)
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,18 +530,8 @@ def e4(X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, *, si
         led.info["arms_left"] = 1
         return led
     if led.remaining > 0:                                                          # batch 3
-        n = logT ** (1.0 + gamma)
-        _design_batch(led, ridge, active, n, fw_tol)
-        active = _eliminate(X, active, ridge.theta(), math.sqrt(d * math.log(K * T ** 2) / n))
-    l = 1
-    while active.size > 1 and led.remaining > 0:                                   # batches 4, 5, ...
-        n = T ** (1.0 - 2.0 ** -l)
-        _design_batch(led, ridge, active, n, fw_tol)
-        active = _eliminate(X, active, ridge.theta(), math.sqrt(d * math.log(K * T ** 2) / n))
-        l += 1
-    led.commit(int(active[0]))
-    led.info["arms_left"] = int(active.size)
-    return led
+        active = _design_and_eliminate(led, ridge, X, active, logT ** (1.0 + gamma), T, fw_tol)
+    return _phase_out(led, ridge, X, active, T, fw_tol)                            # batches 4, 5, ...
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +39,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, STATE_TO_IDX  # noqa: E402
 from torch import nn  # noqa: E402
+
+from tasks.train import torch_single_thread  # noqa: E402
 
 CATEGORICAL_DTYPE = np.dtype("S128")  # what gbrl reads as categorical features
 
@@ -245,28 +246,15 @@ def make_encoders(env_name: str, task: IrregularTask | None, nn_encoding: str):
 # ----------------------------------------------------------------------------------------------
 
 _GOMP = None
-_TORCH_THREADS = {"lock": threading.Lock(), "users": 0, "saved": 1}
-
-
 @contextmanager
 def single_threaded() -> Iterator[None]:
     """One OpenMP thread for gbrl (its bundled libgomp, this Python thread only) and one torch
-    intra-op thread while any run is inside (restored when the last one leaves). The trees and the
-    64-unit MLP are small: one thread per seed is faster on two shared cores and fixes the
-    reduction order, so results are bit-identical whatever runs beside them."""
+    intra-op thread while any run is inside. The trees and the 64-unit MLP are small: one thread per
+    seed is faster on two shared cores and fixes the reduction order, so results are bit-identical
+    whatever runs beside them."""
     gbrl_threads(1)
-    with _TORCH_THREADS["lock"]:
-        if _TORCH_THREADS["users"] == 0:
-            _TORCH_THREADS["saved"] = torch.get_num_threads()
-        _TORCH_THREADS["users"] += 1
-        torch.set_num_threads(1)
-    try:
+    with torch_single_thread():
         yield
-    finally:
-        with _TORCH_THREADS["lock"]:
-            _TORCH_THREADS["users"] -= 1
-            if _TORCH_THREADS["users"] == 0:
-                torch.set_num_threads(_TORCH_THREADS["saved"])
 
 
 def gbrl_threads(n: int) -> None:
