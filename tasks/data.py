@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 from sklearn import datasets
 
@@ -45,3 +46,41 @@ def load_parquet(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(f"dataset {path} is missing: run its paper's flow (dvc repro paper@<slug>) first")
     return pd.read_parquet(path, engine="pyarrow")
+
+
+TOY_2D_NAMES = ("moons", "eight_gaussians", "checkerboard", "swiss_roll")
+
+
+def make_toy_2d(name: str, n_samples: int, seed: int) -> np.ndarray:
+    """A generated 2-D benchmark density for generative models, shape (n_samples, 2), scaled to roughly unit std.
+
+    ``moons`` (scikit-learn, noise 0.05), ``eight_gaussians`` (a ring of 8 modes, radius 2, std 0.1 before
+    scaling), ``checkerboard`` (uniform on 8 of the 16 squares of [-2, 2]²), ``swiss_roll`` (scikit-learn's roll,
+    the (x, z) slice, noise 0.25).
+    """
+    rng = np.random.default_rng(seed)
+    if name == "moons":
+        points, _ = datasets.make_moons(n_samples, noise=0.05, random_state=int(rng.integers(2**31)))
+    elif name == "eight_gaussians":
+        angles = rng.integers(8, size=n_samples) * (np.pi / 4)
+        centres = 2.0 * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+        points = centres + 0.1 * rng.standard_normal((n_samples, 2))
+    elif name == "checkerboard":
+        x = rng.uniform(-2, 2, n_samples)
+        column = np.floor(x + 2).astype(int)
+        row = 2 * rng.integers(2, size=n_samples) + (column % 2)
+        y = rng.uniform(0, 1, n_samples) + row - 2
+        points = np.stack([x, y], axis=1)
+    elif name == "swiss_roll":
+        roll, _ = datasets.make_swiss_roll(n_samples, noise=0.25, random_state=int(rng.integers(2**31)))
+        points = roll[:, [0, 2]]
+    else:
+        raise ValueError(f"unknown 2-D density '{name}'; choose one of {', '.join(TOY_2D_NAMES)}")
+    points = points - points.mean(0)
+    return points / points.std()
+
+
+def digits_pixels() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 8×8 digits as float pixels scaled to [-1, 1], shape (1797, 64), and labels (1797,)."""
+    X, y = load_bundled("digits")
+    return X.to_numpy(float) / 8.0 - 1.0, y.to_numpy()
