@@ -95,7 +95,7 @@ def ddpm_schedule(n_steps: int, kind: str = "linear") -> DDPMSchedule:
 
 
 def edm_sigmas(n_steps: int, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0) -> torch.Tensor:
-    """Karras et al.'s ρ-spaced noise levels, decreasing from σ_max to σ_min, with a final 0 appended: (n_steps + 1,)."""
+    """Karras et al.'s ρ-spaced noise levels from σ_max down to σ_min, then a final 0: shape (n_steps + 1,)."""
     ramp = torch.linspace(0, 1, n_steps, dtype=torch.float64)
     sigmas = (sigma_max ** (1 / rho) + ramp * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))) ** rho
     return torch.cat([sigmas, torch.zeros(1, dtype=torch.float64)])

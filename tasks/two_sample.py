@@ -67,7 +67,8 @@ def sliced_wasserstein(x: np.ndarray, y: np.ndarray, n_projections: int = 128, s
     return float(np.sqrt(((quantiles_x - quantiles_y) ** 2).mean()))
 
 
-def permutation_test(x: np.ndarray, y: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], float] = energy_distance,
+def permutation_test(x: np.ndarray, y: np.ndarray,
+                     statistic: Callable[[np.ndarray, np.ndarray], float] = energy_distance,
                      n_permutations: int = 200, seed: int = 0) -> dict[str, float]:
     """Permutation test of "x and y come from the same law": the statistic and its p-value.
 

@@ -35,7 +35,8 @@ def test_transition_mean_is_the_forward_posterior_mean():
     x_t = schedule.add_noise(x0, noise, torch.full((5,), t))
     beta, ab, ab_prev = float(schedule.betas[t - 1]), schedule.alpha_bar(t), schedule.alpha_bar(t - 1)
     # q(x_{t-1} | x_t, x_0) from Ho et al. eq. 7
-    posterior_mean = (math.sqrt(ab_prev) * beta / (1 - ab)) * x0 + (math.sqrt(1 - beta) * (1 - ab_prev) / (1 - ab)) * x_t
+    posterior_mean = ((math.sqrt(ab_prev) * beta / (1 - ab)) * x0
+                      + (math.sqrt(1 - beta) * (1 - ab_prev) / (1 - ab)) * x_t)
     torch.testing.assert_close(schedule.transition_mean(x_t, noise, t), posterior_mean)
     assert schedule.transition_std(t) ** 2 == pytest.approx(beta * (1 - ab_prev) / (1 - ab))
     torch.testing.assert_close(schedule.predict_x0(x_t, noise, t), x0)
@@ -118,7 +119,7 @@ def test_ddpm_training_learns_and_is_deterministic(mixture):
     def fit():
         torch.manual_seed(0)
         net = diffusion.TimeConditionedMLP(1, width=32, depth=2, time_scale=1.0)
-        return net, diffusion.train_ddpm(net, data, schedule, steps=300, batch_size=128, lr=3e-3, seed=9)
+        return net, diffusion.train_ddpm(net, data, schedule, steps=200, batch_size=128, lr=3e-3, seed=9)
 
     net, losses = fit()
     _, again = fit()
@@ -150,5 +151,5 @@ def test_edm_preconditioning_and_training():
     data = diffusion.gaussian_mixture([[-1.0, 0.0], [1.0, 0.0]], std=0.1).sample(512, torch_generator(10)).float()
     torch.manual_seed(0)
     losses = diffusion.train_edm(diffusion.EDMPrecond(diffusion.TimeConditionedMLP(2, 32, 2), sigma_data=1.0), data,
-                                 steps=300, batch_size=128, lr=3e-3, seed=11)
+                                 steps=200, batch_size=128, lr=3e-3, seed=11)
     assert np.mean(losses[-50:]) < 0.8 * np.mean(losses[:20])
