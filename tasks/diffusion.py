@@ -65,6 +65,12 @@ class DDPMSchedule:
         beta = float(self.betas[t - 1])
         return (x_t - beta / math.sqrt(1.0 - self.alpha_bar(t)) * eps) / math.sqrt(1.0 - beta)
 
+    def posterior_mean(self, x_t: torch.Tensor, x0: torch.Tensor, t: int) -> torch.Tensor:
+        """Mean of q(x_{t-1} | x_t, x_0) (Ho et al. eq. 7), for samplers that clip or otherwise edit x̂_0 first."""
+        beta, alpha_bar, alpha_bar_prev = float(self.betas[t - 1]), self.alpha_bar(t), self.alpha_bar(t - 1)
+        return (math.sqrt(alpha_bar_prev) * beta * x0
+                + math.sqrt(1.0 - beta) * (1.0 - alpha_bar_prev) * x_t) / (1.0 - alpha_bar)
+
     def predict_x0(self, x_t: torch.Tensor, eps: torch.Tensor, t: int) -> torch.Tensor:
         """Tweedie's estimate of x_0: (x_t - √(1-ᾱ_t) ε̂) / √ᾱ_t."""
         return (x_t - math.sqrt(1.0 - self.alpha_bar(t)) * eps) / math.sqrt(self.alpha_bar(t))
@@ -79,10 +85,12 @@ def ddpm_schedule(n_steps: int, kind: str = "linear") -> DDPMSchedule:
     """β schedule with T = ``n_steps``.
 
     ``linear``: Ho et al.'s β from 1e-4 to 0.02 at T = 1000, both ends scaled by 1000/T so that short chains
-    reach the same ᾱ_T ≈ 4e-5. ``cosine``: Nichol & Dhariwal's ᾱ(t) = cos²((t/T + s)/(1 + s) · π/2), s = 0.008,
+    reach the same ᾱ_T ≈ 4e-5 (so T ≥ 25, where β_T = 20/T stays below 1). ``cosine``: Nichol & Dhariwal's ᾱ(t) = cos²((t/T + s)/(1 + s) · π/2), s = 0.008,
     β clipped at 0.999.
     """
     if kind == "linear":
+        if n_steps < 25:
+            raise ValueError(f"a linear schedule needs at least 25 steps (β_T = 20/T < 1); got {n_steps}")
         scale = 1000.0 / n_steps
         betas = torch.linspace(1e-4 * scale, 0.02 * scale, n_steps, dtype=torch.float64)
     elif kind == "cosine":

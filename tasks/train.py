@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -36,6 +37,19 @@ def torch_single_thread() -> Iterator[None]:
             _THREADS["users"] -= 1
             if _THREADS["users"] == 0:
                 torch.set_num_threads(_THREADS["saved"])
+
+
+@functools.cache
+def warm_up_optimiser() -> None:
+    """Take one ``torch.optim.Adam`` step on a dummy parameter, once per process.
+
+    The first optimiser step of a process imports ``torch._dynamo`` (seconds on a laptop); a method timed
+    against another must not pay that one-off cost inside its timer.
+    """
+    weight = torch.zeros(1, requires_grad=True)
+    optimiser = torch.optim.Adam([weight])
+    weight.sum().backward()
+    optimiser.step()
 
 
 def mlp(n_inputs: int, hidden: list[int], n_outputs: int, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:

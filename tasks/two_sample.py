@@ -61,9 +61,12 @@ def sliced_wasserstein(x: np.ndarray, y: np.ndarray, n_projections: int = 128, s
     x, y = _as_2d(x), _as_2d(y)
     directions = np.random.default_rng(seed).standard_normal((x.shape[1], n_projections))
     directions /= np.linalg.norm(directions, axis=0, keepdims=True)
-    levels = (np.arange(max(len(x), len(y))) + 0.5) / max(len(x), len(y))
-    quantiles_x = np.quantile(x @ directions, levels, axis=0, method="inverted_cdf")
-    quantiles_y = np.quantile(y @ directions, levels, axis=0, method="inverted_cdf")
+    if len(x) == len(y):
+        quantiles_x, quantiles_y = np.sort(x @ directions, axis=0), np.sort(y @ directions, axis=0)
+    else:
+        levels = (np.arange(max(len(x), len(y))) + 0.5) / max(len(x), len(y))
+        quantiles_x = np.quantile(x @ directions, levels, axis=0, method="inverted_cdf")
+        quantiles_y = np.quantile(y @ directions, levels, axis=0, method="inverted_cdf")
     return float(np.sqrt(((quantiles_x - quantiles_y) ** 2).mean()))
 
 
@@ -77,32 +80,53 @@ def permutation_test(x: np.ndarray, y: np.ndarray,
     """
     x, y = _as_2d(x), _as_2d(y)
     pooled = np.concatenate([x, y])
+    labels = np.arange(len(pooled)) >= len(x)
     observed = statistic(x, y)
     rng = np.random.default_rng(seed)
     exceed = 0
     for _ in range(n_permutations):
-        order = rng.permutation(len(pooled))
-        exceed += statistic(pooled[order[:len(x)]], pooled[order[len(x):]]) >= observed
+        in_y = rng.permutation(labels)
+        exceed += statistic(pooled[~in_y], pooled[in_y]) >= observed
     return {"statistic": float(observed), "p_value": (1.0 + exceed) / (1.0 + n_permutations)}
 
 
-def energy_permutation_test(x: np.ndarray, y: np.ndarray, n_permutations: int = 200, seed: int = 0) -> dict[str, float]:
-    """Energy-distance permutation test computed from one pooled distance matrix (fast: no distances recomputed)."""
+def kernel_permutation_tests(x: np.ndarray, y: np.ndarray, n_permutations: int = 200, seed: int = 0
+                             ) -> dict[str, float]:
+    """Energy-distance and RBF-MMD² (median bandwidth) permutation tests of "x and y share a law", from the same
+    permutations: {"energy", "energy_p", "mmd", "mmd_p", "bandwidth"}.
+
+    The statistics and p-values equal ``permutation_test`` with ``energy_distance`` / ``mmd_rbf`` under the same
+    seed, but each permutation's statistic is a quadratic form aᵀ M a of its label vector a, so all of them come
+    from one (N, N) @ (N, P) product over a single pooled distance matrix.
+    """
     x, y = _as_2d(x), _as_2d(y)
-    distances = pairwise_distances(np.concatenate([x, y]), np.concatenate([x, y]))
-    n = len(x)
-    labels = np.zeros(len(distances), dtype=bool)
-    labels[n:] = True
-
-    def statistic(in_y: np.ndarray) -> float:
-        in_x = ~in_y
-        return (2.0 * distances[np.ix_(in_x, in_y)].mean() - distances[np.ix_(in_x, in_x)].mean()
-                - distances[np.ix_(in_y, in_y)].mean())
-
-    observed = statistic(labels)
+    pooled = np.concatenate([x, y])
+    n_x, n_y = len(x), len(y)
+    distances = pairwise_distances(pooled, pooled)
+    bandwidth = median_bandwidth(x, y)
+    kernel = np.exp(-distances ** 2 / (2.0 * bandwidth * bandwidth))
+    labels = np.zeros(len(pooled), dtype=bool)
+    labels[n_x:] = True
     rng = np.random.default_rng(seed)
-    exceed = sum(statistic(rng.permutation(labels)) >= observed for _ in range(n_permutations))
-    return {"statistic": float(observed), "p_value": (1.0 + exceed) / (1.0 + n_permutations)}
+    in_y = np.stack([labels] + [rng.permutation(labels) for _ in range(n_permutations)], axis=1)  # (N, P + 1)
+    in_x = (~in_y).astype(float)
+    out = {"bandwidth": bandwidth}
+    for name, matrix, sign in (("mmd", kernel, 1.0), ("energy", distances, -1.0)):
+        row_sums = matrix.sum(1)
+        xx = (in_x * (matrix @ in_x)).sum(0)
+        xy = in_x.T @ row_sums - xx
+        yy = row_sums.sum() - 2.0 * (in_x.T @ row_sums) + xx
+        statistic = sign * (xx / n_x ** 2 + yy / n_y ** 2 - 2.0 * xy / (n_x * n_y))
+        out[name] = float(statistic[0])
+        out[f"{name}_p"] = float((1.0 + (statistic[1:] >= statistic[0]).sum()) / (1.0 + n_permutations))
+    return out
+
+
+def energy_permutation_test(x: np.ndarray, y: np.ndarray, n_permutations: int = 200, seed: int = 0
+                            ) -> dict[str, float]:
+    """The energy-distance permutation test alone: {"statistic", "p_value"} (see ``kernel_permutation_tests``)."""
+    tests = kernel_permutation_tests(x, y, n_permutations, seed)
+    return {"statistic": tests["energy"], "p_value": tests["energy_p"]}
 
 
 def frechet_distance(features_x: np.ndarray, features_y: np.ndarray) -> float:

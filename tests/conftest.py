@@ -25,10 +25,14 @@ def prefect_api_url(prefect_harness) -> str:
 
 
 def without_timings(value):
-    """A metrics document with every runtime removed: what the determinism checks compare."""
+    """A metrics document with every runtime removed: what the determinism checks compare.
+
+    Claims on runtimes go too, and so do the verdict counts, which include them.
+    """
     if isinstance(value, dict):
         return {k: without_timings(v) for k, v in value.items()
-                if k != "timings" and not (isinstance(v, dict) and str(v.get("metric", "")).startswith("timings."))}
+                if k not in ("timings", "verdicts")
+                and not (isinstance(v, dict) and str(v.get("metric", "")).startswith("timings."))}
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value

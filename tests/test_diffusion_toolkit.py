@@ -22,6 +22,8 @@ def test_schedules_end_near_pure_noise():
         schedule = diffusion.ddpm_schedule(100, kind)
         assert schedule.alpha_bar(100) < 1e-3
         assert torch.all(schedule.alpha_bars[1:] < schedule.alpha_bars[:-1])
+    with pytest.raises(ValueError, match="at least 25 steps"):
+        diffusion.ddpm_schedule(10)
     sigmas = diffusion.edm_sigmas(18)
     assert sigmas[0] == pytest.approx(80.0) and sigmas[-2] == pytest.approx(0.002) and sigmas[-1] == 0
 
@@ -38,6 +40,7 @@ def test_transition_mean_is_the_forward_posterior_mean():
     posterior_mean = ((math.sqrt(ab_prev) * beta / (1 - ab)) * x0
                       + (math.sqrt(1 - beta) * (1 - ab_prev) / (1 - ab)) * x_t)
     torch.testing.assert_close(schedule.transition_mean(x_t, noise, t), posterior_mean)
+    torch.testing.assert_close(schedule.posterior_mean(x_t, x0, t), posterior_mean)
     assert schedule.transition_std(t) ** 2 == pytest.approx(beta * (1 - ab_prev) / (1 - ab))
     torch.testing.assert_close(schedule.predict_x0(x_t, noise, t), x0)
 

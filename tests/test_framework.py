@@ -155,3 +155,13 @@ def test_single_thread_context_is_counted_and_restores_the_setting():
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_optimiser_warm_up_leaves_dynamo_imported():
+    import subprocess
+    import sys
+
+    code = ("import sys; from tasks.train import warm_up_optimiser; "
+            "before = 'torch._dynamo' in sys.modules; warm_up_optimiser(); print(before, 'torch._dynamo' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"]

@@ -53,12 +53,15 @@ def test_permutation_tests_reject_a_shift_and_accept_the_same_law():
     assert shifted["p_value"] < 0.01
 
 
-def test_fast_energy_test_agrees_with_the_generic_one(samples):
-    x, y = samples
-    fast = two_sample.energy_permutation_test(x, y, n_permutations=50, seed=5)
-    generic = two_sample.permutation_test(x, y, two_sample.energy_distance, n_permutations=50, seed=5)
-    assert fast["statistic"] == pytest.approx(two_sample.energy_distance(x, y), rel=1e-10)
-    assert fast["p_value"] == pytest.approx(generic["p_value"])
+def test_batched_permutation_tests_agree_with_the_generic_one():
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((60, 3)), rng.standard_normal((50, 3)) + 0.1  # a p-value far from the extremes
+    batched = two_sample.kernel_permutation_tests(x, y, n_permutations=50, seed=5)
+    for name, statistic in (("energy", two_sample.energy_distance), ("mmd", two_sample.mmd_rbf)):
+        generic = two_sample.permutation_test(x, y, statistic, n_permutations=50, seed=5)
+        assert batched[name] == pytest.approx(generic["statistic"], rel=1e-9)
+        assert batched[f"{name}_p"] == pytest.approx(generic["p_value"])
+    assert 0.03 < batched["energy_p"] < 0.97 and 0.03 < batched["mmd_p"] < 0.97
 
 
 def test_frechet_distance_matches_scipy_sqrtm(samples):
@@ -76,3 +79,11 @@ def test_classifier_score_is_chance_for_one_law_and_high_for_two():
                                                       rng.standard_normal((400, 2)) + 3.0)
     assert abs(same - 0.5) < 0.08
     assert apart > 0.95
+
+
+def test_sliced_wasserstein_with_unequal_sizes_matches_the_equal_size_value():
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((3000, 2)), rng.standard_normal((3000, 2)) + [1.0, 0.0]
+    equal = two_sample.sliced_wasserstein(x, y, n_projections=64)
+    unequal = two_sample.sliced_wasserstein(x, y[:2000], n_projections=64)
+    assert unequal == pytest.approx(equal, rel=0.05)

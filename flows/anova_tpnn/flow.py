@@ -1,0 +1,397 @@
+"""ANOVA-TPNN as a Prefect flow: component stability across bootstrap resamples and initialisations
+against NA2M, NB2M and the no-constraint ablation; recovery of known components; accuracy vs EBM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from prefect import unmapped
+from pydantic import Field, model_validator
+
+from flows.anova_tpnn import method
+from tasks import stats
+from tasks.data import save_parquet
+from tasks.paper import (
+    Claim,
+    Paper,
+    PaperParams,
+    RunContext,
+    RunOutput,
+    paper_flow,
+    paper_task,
+)
+
+BASELINES = ("na2m", "nb2m", "ebm")          # the accuracy claim's "best baseline" is taken over these
+LABELS = {"tpnn": "ANOVA-TPNN", "tpnn_noconstraint": "TPNN, r = -1 (ablation)", "na2m": "NA2M", "nb2m": "NB2M",
+          "ebm": "EBM (interpret)"}
+
+PAPER = Paper(
+    slug="anova_tpnn",
+    title="Tensor Product Neural Networks for Functional ANOVA Model",
+    method="ANOVA-TPNN: tensor-product sigmoid bases with sum-to-zero factors (unique functional ANOVA components)",
+    paper_class="A",
+    source="abstracts-003.txt #14",
+    official_code="ParkSeokhun/ANOVA-TPNN (GitHub; models/tpnn.py, ensemble.py, train.py read)",
+    claims=(
+        Claim(id="more_stable_than_nam",
+              text="ANOVA-TPNN provide much more stable estimation of each component ... when training data and "
+                   "initial values of the model parameters vary than existing neural networks do (vs NA2M: mean "
+                   "component stability difference > 0, averaged over the datasets)",
+              source="abstract; plan claim 1 (direction)", metric="stability.diff_vs_na2m.mean", comparison=">",
+              threshold=0.0, kind="direction",
+              interval=("stability.diff_vs_na2m.ci_low", "stability.diff_vs_na2m.ci_high")),
+        Claim(id="more_stable_than_nbm",
+              text="... much more stable estimation of each component ... than existing neural networks do "
+                   "(vs NB2M: mean component stability difference > 0)",
+              source="abstract; plan claim 1 (direction)", metric="stability.diff_vs_nb2m.mean", comparison=">",
+              threshold=0.0, kind="direction",
+              interval=("stability.diff_vs_nb2m.ci_low", "stability.diff_vs_nb2m.ci_high")),
+        Claim(id="constraint_drives_stability",
+              text="a novel neural network which guarantees a unique functional ANOVA decomposition and thus is "
+                   "able to estimate each component stably (ablation r = -1, no sum-to-zero: lower stability)",
+              source="abstract; plan claim 2 (direction)", metric="stability.diff_vs_tpnn_noconstraint.mean",
+              comparison=">", threshold=0.0, kind="direction",
+              interval=("stability.diff_vs_tpnn_noconstraint.ci_low",
+                        "stability.diff_vs_tpnn_noconstraint.ci_high")),
+        Claim(id="rmse_within_10pct",
+              text="ANOVA-TPNN can approximate any smooth function well (test RMSE within 10% of the best "
+                   "baseline on every regression dataset: worst ratio <= 1.10)",
+              source="abstract; plan claim 3 (magnitude)", metric="accuracy.rmse_ratio_worst", comparison="<=",
+              threshold=1.10, kind="magnitude"),
+        Claim(id="auc_within_2pts",
+              text="... approximate any smooth function well (test AUC within 2 points of the best baseline on "
+                   "breast_cancer: gap <= 0.02)",
+              source="abstract; plan claim 3 (magnitude)", metric="accuracy.auc_gap", comparison="<=",
+              threshold=0.02, kind="magnitude"),
+        Claim(id="recovers_known_components",
+              text="estimate each component stably and accurately (synthetic function with known components: "
+                   "recovery error of ANOVA-TPNN below NA2M's, paired over runs)",
+              source="arXiv v1 abstract ('stably and accurately'); plan's recovery report, turned into a "
+                     "direction check [ours]",
+              metric="recovery.diff_vs_na2m.mean", comparison="<", threshold=0.0, kind="direction",
+              interval=("recovery.diff_vs_na2m.ci_low", "recovery.diff_vs_na2m.ci_high")),
+        Claim(id="sum_to_zero_holds",
+              text="guarantees a unique functional ANOVA decomposition: every fitted component averages to zero "
+                   "over the training data in each of its arguments (max |mean| / RMS <= 1e-3, brute force)",
+              source="abstract; official tpnn.py (sum-to-zero constants)", metric="centring.tpnn_max",
+              comparison="<=", threshold=1e-3, kind="exact", by_construction=True),
+    ),
+    limitations=(
+        "Three small tables stand in for the paper's benchmarks: a 6-feature synthetic function with known "
+        "components (uniform marginals, Gaussian copula with correlation 0.5), sklearn's diabetes (442 rows) and "
+        "breast_cancer reduced to its 8 most informative features (569 rows). All models have main effects and "
+        "all pairwise components; the neural baselines are compact re-implementations (NA2M: a small ReLU MLP per "
+        "component; NB2M: one small shared basis MLP per order) trained full batch with the same "
+        "Adam settings, epochs and best-validation checkpoint as ANOVA-TPNN, not the original NAM/NBM code with "
+        "its tuned regularisation, and each model gets a few hundred epochs instead of the official 1,000. "
+        "Stability is measured over 6 runs per model by default (the plan: 10; bootstrap resample of the training "
+        "pool + fresh initialisation), with the plan's normalised-distance score, not the paper's exact stability metric; "
+        "EBM is fitted on the first few runs only (cost), so its accuracy and main-effect stability rest on "
+        "fewer runs. The test split, the quantile transform and the evaluation rows are fixed across runs."
+    ),
+)
+
+
+class Params(PaperParams):
+    datasets: list[Literal["synthetic", "diabetes", "breast_cancer"]] = Field(min_length=1, description="tables")
+    models: list[Literal["tpnn", "tpnn_noconstraint", "na2m", "nb2m", "ebm"]] = Field(min_length=1)
+    synth_n: int = Field(ge=50, description="rows of the synthetic set (plan: 2000)")
+    synth_d: int = Field(ge=4, le=20, description="features of the synthetic set (4 carry signal)")
+    synth_rho: float = Field(ge=0, lt=1, description="latent equicorrelation of the Gaussian copula")
+    synth_noise: float = Field(ge=0, description="noise sd of the synthetic target")
+    bc_top_features: int = Field(ge=2, le=30, description="breast_cancer features kept (mutual information)")
+    test_frac: float = Field(gt=0, lt=0.5, description="fixed test fraction")
+    eval_rows: int = Field(ge=20, description="rows at which components are compared across runs")
+    n_basis: int = Field(ge=1, description="K, basis functions per component (paper: 10)")
+    id_eps: float = Field(ge=0, description="guard in the sum-to-zero constant (official: 1e-3)")
+    epochs: int = Field(ge=1, description="full-batch Adam epochs of every neural model")
+    lr: float = Field(gt=0, description="Adam learning rate (official notebook: 0.01)")
+    eval_every: int = Field(ge=1, description="validation check / checkpoint every this many epochs")
+    nam_hidden: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="NA2M MLP widths")
+    nbm_hidden: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="NB2M basis-MLP widths")
+    nbm_bases: int = Field(ge=1, description="NB2M bases per order")
+    ebm_interactions: int = Field(ge=0, description="EBM pairwise terms")
+    ebm_outer_bags: int = Field(ge=1, description="EBM outer bags")
+    ebm_interaction_bins: int = Field(ge=4, description="EBM bins per feature in pair terms (interpret default 64)")
+    ebm_runs: int = Field(ge=0, description="EBM is fitted on the first this many runs only")
+    centring_probes: int = Field(ge=1, description="probe values per argument in the sum-to-zero check")
+    n_boot: int = Field(ge=100, description="bootstrap resamples of the runs for the stability intervals")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Params:
+        if len(set(self.datasets)) != len(self.datasets) or len(set(self.models)) != len(self.models):
+            raise ValueError("datasets and models must be distinct")
+        if "tpnn" not in self.models:
+            raise ValueError("models must include tpnn")
+        if self.seeds < 2:
+            raise ValueError("stability across runs needs seeds >= 2")
+        if self.ebm_runs > self.seeds:
+            raise ValueError("ebm_runs cannot exceed seeds")
+        return self
+
+
+SMOKE = {"seeds": 2, "datasets": ["synthetic"], "synth_n": 300, "eval_rows": 150, "epochs": 20, "eval_every": 10,
+         "ebm_runs": 1, "ebm_interactions": 2, "centring_probes": 4, "n_boot": 200}
+
+
+@paper_task
+def prepare_data(config: dict, data_dir: str) -> list[str]:
+    """Each table as used (quantile-transformed features, target, fixed split) -> data/anova_tpnn/<name>.parquet."""
+    paths = []
+    for name in config["datasets"]:
+        ds = method.cached_dataset(name, config)
+        frame = pd.DataFrame(ds.Z, columns=ds.feature_names).assign(
+            target=ds.y, split=np.where(np.isin(np.arange(len(ds.y)), ds.test), "test", "pool"),
+            eval_row=np.isin(np.arange(len(ds.y)), ds.eval_rows))
+        paths.append(str(save_parquet(frame, Path(data_dir) / f"{name}.parquet")))
+    return paths
+
+
+@paper_task
+def run_one_seed(config: dict, seed: int, with_ebm: bool) -> dict:
+    return method.run_seed(config, seed, with_ebm)
+
+
+@paper_flow(PAPER, Params, smoke=SMOKE)
+def anova_tpnn_flow(params: Params, ctx: RunContext) -> RunOutput:
+    config = params.model_dump()
+    prepare_data(config, str(ctx.data_dir))
+    with_ebm = [i < params.ebm_runs for i in range(len(ctx.seeds))]
+    results = run_one_seed.map(unmapped(config), ctx.seeds, with_ebm).result()
+    metrics, tables = aggregate(params, ctx, results)
+    figure = _figure(params, results, tables)
+    return RunOutput(metrics=metrics, tables=tables, figure=figure, setup=_setup(params, ctx),
+                     notes=_notes(params, metrics))
+
+
+def _est(results: list[dict], dataset: str, model: str) -> tuple[np.ndarray, list[int]]:
+    """Stacked components (R, n_eval, C) of the runs that fitted ``model`` on ``dataset``, and their positions."""
+    pos = [i for i, r in enumerate(results) if model in r["datasets"][dataset]["models"]]
+    return np.stack([results[i]["datasets"][dataset]["models"][model]["components"] for i in pos]), pos
+
+
+def aggregate(params: Params, ctx: RunContext, results: list[dict]) -> tuple[dict, dict[str, pd.DataFrame]]:
+    R = len(results)
+    config = params.model_dump()
+    models = list(params.models)
+    neural = [m for m in models if m != "ebm"]
+    rows, stab_rows = [], []
+    dist: dict[tuple[str, str], np.ndarray] = {}
+    metrics: dict = {"stability": {}, "accuracy": {}, "recovery": {}, "centring": {}, "per_dataset": {},
+                     "timings": {"seed_s_sum": float(sum(r["seconds"] for r in results)),
+                                 "seed_s_max": float(max(r["seconds"] for r in results))}}
+    for r in results:
+        for name, d in r["datasets"].items():
+            for model, row in d["models"].items():
+                rows.append({"dataset": name, "model": model, "seed": r["seed"],
+                             **{k: v for k, v in row.items() if k != "components"}})
+    runs = pd.DataFrame(rows)
+    for name in params.datasets:
+        comps = method.cached_dataset(name, config).comps
+        n_main = sum(len(c) == 1 for c in comps)
+        per = {}
+        for model in models:
+            est, pos = _est(results, name, model)
+            if len(pos) < 2:
+                continue
+            D = method.component_distances(est)                                      # (C, R', R')
+            if model == "ebm":                       # pairs differ between EBM runs: mains only
+                D = D[:n_main]
+            else:
+                dist[(name, model)] = D
+            s = method.stability(D)
+            for c, value in enumerate(s):
+                stab_rows.append({"dataset": name, "model": model, "component": "x".join(map(str, comps[c])),
+                                  "order": len(comps[c]), "stability": float(value)})
+            per[model] = {"stability_all": float(s.mean()) if model != "ebm" else float("nan"),
+                          "stability_mains": float(s[:n_main].mean()), "n_runs": len(pos)}
+        for model in models:
+            sel = runs[(runs["dataset"] == name) & (runs["model"] == model)]
+            if len(sel):
+                per.setdefault(model, {}).update({"score": stats.summarize(sel["score"].to_numpy())})
+                if "recovery_error" in sel and sel["recovery_error"].notna().any():
+                    per[model]["recovery_error"] = stats.summarize(sel["recovery_error"].to_numpy())
+        metrics["per_dataset"][name] = per
+
+    # Stability differences, ANOVA-TPNN minus each comparator, averaged over datasets; runs bootstrapped
+    # jointly (run r is one bootstrap resample + initialisation shared by every model and dataset).
+    rng = np.random.default_rng(ctx.seeds[0])
+    boots = [rng.integers(0, R, size=R) for _ in range(params.n_boot)]
+    for other in [m for m in neural if m != "tpnn"]:
+        def diff(idx, other=other):
+            vals = [np.nanmean(method.stability(dist[(n, "tpnn")], idx)) - np.nanmean(method.stability(dist[(n, other)], idx))
+                    for n in params.datasets]
+            return float(np.mean(vals))
+        point = diff(np.arange(R))
+        boot = np.array([diff(idx) for idx in boots])
+        boot = boot[~np.isnan(boot)]
+        lo, hi = np.quantile(boot, [0.025, 0.975]) if boot.size else (np.nan, np.nan)
+        metrics["stability"][f"diff_vs_{other}"] = {
+            "mean": point, "ci_low": float(lo), "ci_high": float(hi),
+            "by_dataset": {n: float(np.mean(method.stability(dist[(n, "tpnn")])) - np.mean(method.stability(dist[(n, other)])))
+                           for n in params.datasets}}
+    metrics["stability"]["by_model"] = {m: float(np.mean([metrics["per_dataset"][n][m]["stability_all"]
+                                                          for n in params.datasets])) for m in neural}
+    metrics["stability"]["mains_by_model"] = {
+        m: float(np.mean([metrics["per_dataset"][n][m]["stability_mains"] for n in params.datasets
+                          if "stability_mains" in metrics["per_dataset"][n].get(m, {})]))
+        for m in models if any("stability_mains" in metrics["per_dataset"][n].get(m, {}) for n in params.datasets)}
+
+    # Accuracy: ANOVA-TPNN vs the best of NA2M, NB2M, EBM per dataset (means over the runs each model ran).
+    means = runs.groupby(["dataset", "model"])["score"].mean()
+    ratios, gaps = {}, {}
+    for name in params.datasets:
+        task = method.cached_dataset(name, config).task
+        base = [means[(name, b)] for b in BASELINES if (name, b) in means.index]
+        if not base:
+            continue
+        if task == "regression":
+            ratios[name] = float(means[(name, "tpnn")] / min(base))
+        else:
+            gaps[name] = float(max(base) - means[(name, "tpnn")])
+    metrics["accuracy"] = {"rmse_ratio_worst": max(ratios.values()) if ratios else float("nan"),
+                           "auc_gap": max(gaps.values()) if gaps else float("nan"),
+                           "rmse_ratio": ratios, "auc_gap_by_dataset": gaps,
+                           "mean_score": {f"{d}.{m}": float(v) for (d, m), v in means.items()}}
+
+    # Recovery of the synthetic function's components (paired over runs).
+    if "synthetic" in params.datasets:
+        syn = runs[runs["dataset"] == "synthetic"].pivot(index="seed", columns="model", values="recovery_error")
+        for other in [m for m in neural if m != "tpnn" and m in syn]:
+            metrics["recovery"][f"diff_vs_{other}"] = stats.paired_difference(syn["tpnn"].to_numpy(),
+                                                                             syn[other].to_numpy(), seed=ctx.seeds[0])
+        metrics["recovery"]["by_model"] = {m: float(syn[m].mean()) for m in syn.columns if syn[m].notna().any()}
+    else:
+        metrics["recovery"]["diff_vs_na2m"] = {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+
+    cen = runs.dropna(subset=["centring_error"]) if "centring_error" in runs else runs.iloc[:0]
+    tp, ab = cen[cen["model"] == "tpnn"], cen[cen["model"] == "tpnn_noconstraint"]
+    metrics["centring"] = {
+        "tpnn_max": float(tp["centring_error"].max()),
+        "tpnn_median": float(tp["centring_error"].median()),
+        "tpnn_max_vs_prediction": float(tp["centring_error_vs_prediction"].max()),
+        "tpnn_runs_above_1e-3": int((tp["centring_error"] > 1e-3).sum()), "tpnn_fits": len(tp),
+        "tpnn_fits_with_degenerate_basis": int((tp["smallest_side_mass"] < params.id_eps).sum()),
+        "noconstraint_max": float(ab["centring_error"].max()) if len(ab) else float("nan"),
+        "noconstraint_median": float(ab["centring_error"].median()) if len(ab) else float("nan")}
+    metrics["timings"]["fit_s_by_model"] = {m: float(runs.loc[runs["model"] == m, "seconds"].sum()) for m in models}
+
+    tables = {"plot": _plot_table(params, results), "runs": runs, "stability": pd.DataFrame(stab_rows)}
+    return metrics, tables
+
+
+def _plot_table(params: Params, results: list[dict]) -> pd.DataFrame:
+    """The main figure's data: the first dataset's main effect of feature 0, every run of every neural model
+    (centred), and the truth for the synthetic set. Columns x (feature value), y, series."""
+    name = params.datasets[0]
+    ds = method.cached_dataset(name, params.model_dump())
+    x = ds.X[ds.eval_rows, 0]
+    order = np.argsort(x, kind="stable")
+    frames = []
+    for model in [m for m in params.models if m != "ebm"]:
+        est, pos = _est(results, name, model)
+        for e, i in zip(est, pos):
+            y = e[:, 0] - e[:, 0].mean()
+            frames.append(pd.DataFrame({"x": x[order], "y": y[order], "series": f"{model} seed {results[i]['seed']}"}))
+    if ds.truth is not None:
+        frames.append(pd.DataFrame({"x": x[order], "y": ds.truth[order, 0], "series": "truth"}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _figure(params: Params, results: list[dict], tables: dict[str, pd.DataFrame]):
+    plot = tables["plot"]
+    shown = [m for m in ("tpnn", "na2m", "nb2m", "tpnn_noconstraint") if m in params.models]
+    fig, axes = plt.subplots(1, len(shown) + 1, figsize=(4.2 * (len(shown) + 1), 3.8))
+    ylim = np.quantile(plot["y"], [0.005, 0.995]) * 1.2
+    for ax, model in zip(axes, shown):
+        for series, g in plot[plot["series"].str.startswith(model + " seed")].groupby("series"):
+            ax.plot(g["x"], g["y"], lw=0.9, alpha=0.7)
+        truth = plot[plot["series"] == "truth"]
+        if len(truth):
+            ax.plot(truth["x"], truth["y"], "k--", lw=1.8, label="truth")
+            ax.legend(fontsize=8)
+        ax.set(title=f"{LABELS[model]}: f_0 over runs", xlabel=f"x0 ({params.datasets[0]})", ylim=tuple(ylim))
+    axes[0].set_ylabel("centred main effect (standardised units)")
+    st = tables["stability"]
+    ax = axes[-1]
+    piv = st.groupby(["dataset", "model"])["stability"].mean().unstack("model")
+    piv = piv[[m for m in params.models if m in piv.columns]]
+    piv.rename(columns=LABELS).plot.bar(ax=ax, rot=0)
+    ax.set(title="Mean component stability (EBM: mains)", ylabel="1 - mean normalised distance", ylim=(0, 1))
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _setup(params: Params, ctx: RunContext) -> str:
+    return (
+        f"Datasets: {', '.join(params.datasets)}. Synthetic: n = {params.synth_n}, d = {params.synth_d}, uniform "
+        f"marginals on [-1, 1] from a Gaussian copula with latent correlation {params.synth_rho}, y = sin(pi x0) + "
+        f"x1^2 + 0.5 x2 + x0 x3 + N(0, {params.synth_noise}^2). breast_cancer: the {params.bc_top_features} features "
+        f"with the highest mutual information. A fixed {params.test_frac:.0%} test split; features quantile-"
+        "transformed to [-1, 1] (official `uniform_transform`) with a transform fitted on the training pool; "
+        "regression targets standardised.\n\n"
+        f"- **Runs** (seeds {ctx.seeds}): run r draws a bootstrap resample of the training pool (its out-of-bag "
+        "rows are the validation set of the checkpoint) and initialises every model from seed r; the same "
+        "resample is used by every model.\n"
+        f"- **ANOVA-TPNN**: all mains and pairs, K = {params.n_basis} bases per component, f_S = sum_k beta_k "
+        "prod_j (s0 + r s1), sigmoid soft splits, data-aware init (Beta(1,1) percentile thresholds, max |x - b| "
+        f"temperatures), sum-to-zero constant r from each training batch (eps = {params.id_eps}), frozen at the "
+        "end. Ablation: r = -1.\n"
+        f"- **NA2M**: ReLU MLP {params.nam_hidden} per component. **NB2M**: per order one shared basis MLP "
+        f"{params.nbm_hidden} -> {params.nbm_bases} bases, linear read-out per component. Every neural model: "
+        f"full-batch Adam(lr {params.lr}, betas (0.95, 0.998)), {params.epochs} epochs, best validation loss "
+        f"checked every {params.eval_every} epochs.\n"
+        f"- **EBM**: interpret {params.ebm_interactions} interactions on {params.ebm_interaction_bins} bins, "
+        f"{params.ebm_outer_bags} outer bag(s), on the "
+        f"first {params.ebm_runs} run(s).\n"
+        f"- **Stability** of a component: its estimates at {params.eval_rows} fixed rows, centred, compared between "
+        "every pair of runs by ||g_r - g_s|| / (||g_r|| + ||g_s||); stability = 1 - the mean distance; averaged "
+        "over all components (EBM: mains only). Intervals: percentile bootstrap over runs "
+        f"({params.n_boot} resamples, pairs of identical runs skipped).\n"
+        "- **Recovery** (synthetic): ||g_hat - g|| / ||g|| over all components at once against the unique "
+        "decomposition of the true function under the product of the empirical marginals."
+    )
+
+
+def _notes(params: Params, metrics: dict) -> str:
+    st, acc, cen = metrics["stability"], metrics["accuracy"], metrics["centring"]
+    by = ", ".join(f"{LABELS[m]} {v:.3f}" for m, v in st["by_model"].items())
+    return (
+        "**Confirmed against the official code** (`models/tpnn.py`, `ensemble.py`, `train.py`, the Wine notebook): "
+        "the basis phi = s0 + r s1 with r = -(sum s0 + 1e-3)/(sum s1 + 1e-3) over the training batch, with "
+        "gradients through r, frozen by `save_id_constants`; products over the component's features; beta ~ "
+        "N(0, 1); data-aware thresholds/temperatures; sigmoid (not sparsemoid: the Trainer's default "
+        "`bin_function=nn.Sigmoid()`); K = 10, max_order = 2, lr 0.01, Adam betas (0.95, 0.998), full batch, "
+        "quantile transform to [-1, 1], best-validation checkpoint.\n\n"
+        "**Deviations and choices of ours**: an intercept b0 is learned (the official model has none and relies "
+        "on a standardised target); r is recomputed on the training rows at the final parameters before "
+        "inference (the official code keeps the constants of the last training forward pass, one step older); "
+        f"{params.epochs} epochs at lr {params.lr} instead of up to 1,000 at 0.01 (CPU budget); the official "
+        "quantile transform is fitted on each split separately, here on the training pool only; NA2M/NB2M are "
+        "our compact versions (no ExU units, dropout or output penalty); the stability score is the plan's "
+        "normalised distance, not the paper's exact metric (the official `cal_UoC` averages the across-seed "
+        "variance of each component over data points); the synthetic marginals (uniform) and noise level are "
+        "ours. Could not read the paper's text here, so its NAM/NBM settings and stability table are unverified."
+        "\n\n"
+        f"**Reading the results**: mean component stability over the datasets: {by}. Accuracy: worst RMSE ratio "
+        f"(ANOVA-TPNN / best baseline) {acc['rmse_ratio_worst']:.3f} (by dataset: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in acc["rmse_ratio"].items())
+        + f"), AUC gap {acc['auc_gap']:.3f}. ANOVA-TPNN's best validation epoch is often the last one on the "
+        f"synthetic set: with {params.epochs} epochs (official: up to 1,000) it is still fitting, so the RMSE check "
+        "measures this CPU budget as much as the model.\n\n"
+        f"**Sum-to-zero**: the brute-force error of ANOVA-TPNN has median {cen['tpnn_median']:.1e} and maximum "
+        f"{cen['tpnn_max']:.2g} ({cen['tpnn_runs_above_1e-3']} of {cen['tpnn_fits']} fits above 1e-3; relative to "
+        f"the prediction's standard deviation the worst offset is {cen['tpnn_max_vs_prediction']:.2g}); the r = -1 "
+        f"ablation has median {cen['noconstraint_median']:.2f}. The failures come from the official guard eps = "
+        f"{params.id_eps} in r = -(sum s0 + eps)/(sum s1 + eps): when training pushes a threshold outside the data so "
+        "that one side's mass sum s1 (or sum s0) falls below about eps, r is capped and that factor no longer sums "
+        f"to zero ({cen['tpnn_fits_with_degenerate_basis']} of {cen['tpnn_fits']} fits had such a basis, "
+        "`smallest_side_mass` in runs.csv). The exact constraint (eps = 0) holds to float precision in the unit "
+        "tests, where the components also equal the functional ANOVA projection of the model's own function; the "
+        "check is labelled by construction, but its threshold was fixed before the run and is kept."
+    )
