@@ -27,6 +27,7 @@ test: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_orchestration.py
 	$(BIN)/python benchmarks/bench_lapsum.py
+	$(BIN)/python benchmarks/bench_two_sample.py
 
 stop:
 	$(BIN)/paperflows server down
