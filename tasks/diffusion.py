@@ -85,8 +85,8 @@ def ddpm_schedule(n_steps: int, kind: str = "linear") -> DDPMSchedule:
     """β schedule with T = ``n_steps``.
 
     ``linear``: Ho et al.'s β from 1e-4 to 0.02 at T = 1000, both ends scaled by 1000/T so that short chains
-    reach the same ᾱ_T ≈ 4e-5 (so T ≥ 25, where β_T = 20/T stays below 1). ``cosine``: Nichol & Dhariwal's ᾱ(t) = cos²((t/T + s)/(1 + s) · π/2), s = 0.008,
-    β clipped at 0.999.
+    reach the same ᾱ_T ≈ 4e-5 (so T ≥ 25, where β_T = 20/T stays below 1).
+    ``cosine``: Nichol & Dhariwal's ᾱ(t) = cos²((t/T + s)/(1 + s) · π/2), s = 0.008, β clipped at 0.999.
     """
     if kind == "linear":
         if n_steps < 25:
@@ -178,9 +178,27 @@ class EDMPrecond(nn.Module):
 # Training
 # ----------------------------------------------------------------------------------------------------------------
 
-def _batches(n_rows: int, batch_size: int, steps: int, generator: torch.Generator):
+def _fit(module: nn.Module, data: torch.Tensor,
+         batch_loss: Callable[[torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor], *,
+         steps: int, batch_size: int, lr: float, seed: int) -> list[float]:
+    """Adam on ``batch_loss(x0, index, generator)`` over ``steps`` minibatches of ``data`` drawn with replacement.
+
+    One generator seeded by ``seed`` draws the rows and whatever noise the loss needs, so a seed fixes the run.
+    Returns the loss per step; the module is left in eval mode.
+    """
+    generator = torch_generator(seed)
+    optimiser = torch.optim.Adam(module.parameters(), lr=lr)
+    history = []
+    module.train()
     for _ in range(steps):
-        yield torch.randint(n_rows, (min(batch_size, n_rows),), generator=generator)
+        index = torch.randint(len(data), (min(batch_size, len(data)),), generator=generator)
+        loss = batch_loss(data[index], index, generator)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        history.append(float(loss.detach()))
+    module.eval()
+    return history
 
 
 def train_ddpm(net: TimeConditionedMLP, data: torch.Tensor, schedule: DDPMSchedule, *, steps: int, batch_size: int,
@@ -190,12 +208,8 @@ def train_ddpm(net: TimeConditionedMLP, data: torch.Tensor, schedule: DDPMSchedu
     With ``labels`` (n,), each label is replaced by the null token with probability ``label_dropout`` (classifier-free
     guidance training). Returns the loss per step. ``net`` is called with time = t (the integer step as a float).
     """
-    generator = torch_generator(seed)
-    optimiser = torch.optim.Adam(net.parameters(), lr=lr)
-    history = []
-    net.train()
-    for index in _batches(len(data), batch_size, steps, generator):
-        x0 = data[index]
+
+    def batch_loss(x0: torch.Tensor, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         t = torch.randint(1, schedule.n_steps + 1, (len(x0),), generator=generator)
         noise = torch.randn(x0.shape, generator=generator, dtype=x0.dtype)
         batch_labels = None
@@ -203,13 +217,9 @@ def train_ddpm(net: TimeConditionedMLP, data: torch.Tensor, schedule: DDPMSchedu
             batch_labels = labels[index].clone()
             dropped = torch.rand(len(x0), generator=generator) < label_dropout
             batch_labels[dropped] = net.n_classes
-        loss = ((net(schedule.add_noise(x0, noise, t), t.to(x0.dtype), batch_labels) - noise) ** 2).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        history.append(float(loss.detach()))
-    net.eval()
-    return history
+        return ((net(schedule.add_noise(x0, noise, t), t.to(x0.dtype), batch_labels) - noise) ** 2).mean()
+
+    return _fit(net, data, batch_loss, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
 
 
 def train_edm(denoiser: EDMPrecond, data: torch.Tensor, *, steps: int, batch_size: int, lr: float, seed: int,
@@ -218,23 +228,15 @@ def train_edm(denoiser: EDMPrecond, data: torch.Tensor, *, steps: int, batch_siz
 
     Returns the loss per step.
     """
-    generator = torch_generator(seed)
-    optimiser = torch.optim.Adam(denoiser.parameters(), lr=lr)
-    history = []
-    denoiser.train()
-    for index in _batches(len(data), batch_size, steps, generator):
-        x0 = data[index]
+
+    def batch_loss(x0: torch.Tensor, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         sigma = (p_mean + p_std * torch.randn(len(x0), generator=generator, dtype=x0.dtype)).exp()
         noise = torch.randn(x0.shape, generator=generator, dtype=x0.dtype)
         weight = (sigma ** 2 + denoiser.sigma_data ** 2) / (sigma * denoiser.sigma_data) ** 2
         residual = denoiser(x0 + sigma[:, None] * noise, sigma) - x0
-        loss = (weight[:, None] * residual ** 2).mean()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        history.append(float(loss.detach()))
-    denoiser.eval()
-    return history
+        return (weight[:, None] * residual ** 2).mean()
+
+    return _fit(denoiser, data, batch_loss, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
 
 
 # ----------------------------------------------------------------------------------------------------------------
