@@ -17,14 +17,17 @@ $(VENV)/.installed: pyproject.toml requirements-nodeps.txt
 	touch $@
 
 repro: setup  ## run every paper (DVC skips the unchanged ones) against one local Prefect server
+	$(BIN)/paperflows check
+	$(BIN)/paperflows dvc-yaml --check
 	$(BIN)/paperflows server up
-	PREFECT_API_URL=$(PREFECT_API) $(BIN)/dvc repro
+	PREFECT_API_URL=$(PREFECT_API) $(BIN)/paperflows repro
 	$(BIN)/paperflows list
 
 test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
+	$(BIN)/python benchmarks/bench_harness.py
 	$(BIN)/python benchmarks/bench_orchestration.py
 	$(BIN)/python benchmarks/bench_lapsum.py
 	$(BIN)/python benchmarks/bench_two_sample.py

@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "lapsum_scaling.csv")
     args = parser.parse_args()
 
-    rows = method.run_scaling(sorted(args.ns), args.methods, args.quadratic_cap, args.sinkhorn_cap, args.batch,
+    rows = method.scaling_rows(sorted(args.ns), args.methods, args.quadratic_cap, args.sinkhorn_cap, args.batch,
                               args.reps, args.tau, args.sinkhorn_iter, args.threads)
     t = {(r["method"], r["n"]): r["cpu_s"] for r in rows}
     w = {(r["method"], r["n"]): r["wall_s"] for r in rows}

@@ -1,3 +1,3 @@
-from paperflows.cli import main
+from paperflows.cli import app
 
-main()
+app()

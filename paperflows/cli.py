@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: list, run, report, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, repro, report, new, dvc-yaml, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import List, Optional
 
 import typer
 
-import tasks  # noqa: F401  (environment defaults before Prefect is imported)
 from paperflows import server
+from paperflows.settings import apply_environment_defaults
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Reproduce ICML 2025 papers as Prefect flows; every claim checked against the paper's figure.")
@@ -25,13 +25,14 @@ def _fail(err: BaseException) -> None:
 @app.command("list")
 def list_papers() -> None:
     """Papers, their class, claims and last verdicts."""
-    from tasks.pipeline import configured_slugs, load_flow
-    from tasks.summary import load_metrics, verdict_line
+    from paperflows.params import configured_slugs
+    from paperflows.summary import load_metrics, verdict_line
 
     for slug in configured_slugs():
-        paper = load_flow(slug).paper
-        verdicts = verdict_line(load_metrics(Path("results"), slug))
-        typer.echo(f"{slug:32s} class {paper.paper_class}  {len(paper.claims)} claims  {verdicts}")
+        document = load_metrics(Path("results"), slug)
+        claims = f"{len(document['claims'])} claims" if document else ""
+        klass = f"class {document['paper_class']}" if document else ""
+        typer.echo(f"{slug:32s} {klass:8s} {claims:10s} {verdict_line(document)}")
 
 
 @app.command()
@@ -45,7 +46,7 @@ def run(
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
     """Run one paper's flow and check its claims."""
-    from tasks.pipeline import run_paper
+    from paperflows.pipeline import run_paper
 
     out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
     try:
@@ -59,9 +60,82 @@ def run(
 
 
 @app.command()
+def check(params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
+    """Validate params.yaml and the flow registry without starting Prefect or importing any method."""
+    from paperflows.params import check_params_file, configured_slugs
+
+    problems = check_params_file(params_file)
+    for problem in problems:
+        typer.echo(f"error: {problem}", err=True)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"{params_file}: {len(configured_slugs(params_file))} papers, all params valid (default and smoke scale)")
+
+
+@app.command()
+def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_paper")) -> None:
+    """Start a paper: flows/<slug>/ (params.py, method.py, flow.py), a test skeleton and a params section; regenerate dvc.yaml."""
+    from paperflows.dvcgen import dvc_yaml_text
+    from paperflows.scaffold import new_paper
+    from tasks.io import atomic_write_text
+
+    try:
+        written = new_paper(slug)
+        atomic_write_text(Path("dvc.yaml"), dvc_yaml_text())
+    except Exception as err:
+        _fail(err)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"regenerated dvc.yaml; next: paperflows run {slug} --smoke")
+
+
+@app.command("dvc-yaml")
+def dvc_yaml(check_only: bool = typer.Option(False, "--check", help="exit 1 if dvc.yaml is not what would be generated")) -> None:
+    """Write dvc.yaml: one stage per paper, deps = exactly the code that paper imports."""
+    from paperflows.dvcgen import dvc_yaml_text
+    from tasks.io import atomic_write_text
+
+    try:
+        text = dvc_yaml_text()
+    except Exception as err:
+        _fail(err)
+    current = Path("dvc.yaml").read_text() if Path("dvc.yaml").is_file() else ""
+    if check_only:
+        if current != text:
+            typer.echo("error: dvc.yaml differs from the generated one; run `paperflows dvc-yaml`", err=True)
+            raise typer.Exit(1)
+        typer.echo("dvc.yaml is up to date")
+        return
+    if current != text:
+        atomic_write_text(Path("dvc.yaml"), text)
+    typer.echo("dvc.yaml " + ("written" if current != text else "unchanged"))
+
+
+@app.command()
+def repro() -> None:
+    """Run every changed paper through DVC, with each one's place in the queue and the elapsed time."""
+    from paperflows.repro import repro as run_all
+
+    raise typer.Exit(run_all(typer.echo))
+
+
+@app.command()
+def recheck(slug: str = typer.Argument(..., help="paper slug"),
+            smoke: bool = typer.Option(False, help="smoke scale")) -> None:
+    """Rerun a paper into .paperflows/rechecks/<time>/ and compare its verdicts with the committed ones (what a schedule runs)."""
+    from paperflows.recheck import recheck_paper
+
+    try:
+        result = recheck_paper(slug, smoke=smoke)
+    except Exception as err:
+        _fail(err)
+    typer.echo(f"{slug}: no verdict changed ({len(result['rows'])} claims) -> {result['out_root']}")
+
+
+@app.command()
 def report() -> None:
     """Write results/SUMMARY.md and the README's table from every results/<slug>/metrics.json."""
-    from tasks.summary import write_summary
+    from paperflows.summary import write_summary
 
     try:
         typer.echo(f"wrote {write_summary()}")
@@ -71,7 +145,7 @@ def report() -> None:
 
 @app.command()
 def serve(params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
-    """Serve every paper flow as a deployment (cron schedules from params.yaml's `schedules`)."""
+    """Serve a re-check deployment per paper (cron schedules from params.yaml's `schedules`); runs land in .paperflows/rechecks/."""
     from prefect import serve as prefect_serve
 
     from paperflows.deployments import build_deployments
@@ -101,5 +175,6 @@ def server_down() -> None:
     typer.echo("stopped" if server.stop() else "no server started by paperflows is running")
 
 
-def main() -> None:
-    app()
+@app.callback()
+def _entry() -> None:
+    apply_environment_defaults()

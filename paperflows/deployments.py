@@ -1,26 +1,23 @@
-"""Deployments of every paper flow, for ``paperflows serve``."""
+"""Deployments for ``paperflows serve``: one scheduled re-check per paper (see :mod:`paperflows.recheck`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.pipeline import load_flow, read_params_file, resolve_params, validate_schedules
-from tasks.seeding import seed_list
+from paperflows.params import check_params_file, read_params_file, validate_schedules
+from paperflows.recheck import recheck_flow
 
 
 def build_deployments(params_file: Path = Path("params.yaml")) -> list:
-    """One deployment per paper, parameterised from ``params.yaml`` (validated now, not at 3 a.m.)."""
+    """One deployment ``<slug>-recheck`` of the ``recheck`` flow per paper, with its cron schedule from
+    ``params.yaml``'s ``schedules``. The params are read again when each run starts (a re-check uses
+    the params of its day); here they are only validated, so a bad file fails now rather than at 3 a.m."""
+    problems = check_params_file(params_file)
+    if problems:
+        raise ValueError("; ".join(problems))
     raw = read_params_file(params_file)
     schedules = validate_schedules(raw)
-    deployments = []
-    for slug in raw.get("papers") or {}:
-        flow = load_flow(slug)
-        params, common = resolve_params(flow, raw)
-        deployments.append(flow.flow.to_deployment(
-            name=f"{slug}-scheduled",
-            parameters={"params": params.model_dump(mode="json"), "seeds": seed_list(common.seed, params.seeds),
-                        "data_dir": str(Path.cwd() / "data" / slug), "results_dir": str(Path.cwd() / "results" / slug)},
-            cron=schedules.get(slug),
-            tags=["paperflows", slug, "scheduled"],
-        ))
-    return deployments
+    flow = recheck_flow()
+    return [flow.to_deployment(name=f"{slug}-recheck", parameters={"slug": slug}, cron=schedules.get(slug),
+                               tags=["paperflows", slug, "recheck"])
+            for slug in raw.get("papers") or {}]

@@ -11,6 +11,8 @@ import urllib.request
 from pathlib import Path
 
 HOST, PORT = "127.0.0.1", 4200
+ZOMBIE_AUTOMATION = "paperflows: crash runs whose heartbeats stopped"
+MISSED_HEARTBEATS = 3  # a run is a zombie after this many heartbeat periods without news
 API_URL = f"http://{HOST}:{PORT}/api"
 UI_URL = f"http://{HOST}:{PORT}"
 STATE_DIR = Path(".paperflows")
@@ -27,6 +29,7 @@ def is_up(api_url: str = API_URL, timeout: float = 1.0) -> bool:
 def start(wait_s: float = 90.0) -> str:
     """Start ``prefect server start`` in the background unless one answers already; returns the UI address."""
     if is_up():
+        ensure_zombie_automation()
         return UI_URL
     STATE_DIR.mkdir(exist_ok=True)
     log = open(STATE_DIR / "server.log", "ab")
@@ -40,6 +43,7 @@ def start(wait_s: float = 90.0) -> str:
         if process.poll() is not None:
             raise RuntimeError(f"prefect server exited with code {process.returncode}; see {STATE_DIR / 'server.log'}")
         if is_up():
+            ensure_zombie_automation()
             return UI_URL
         time.sleep(0.5)
     raise RuntimeError(f"prefect server did not answer within {wait_s:.0f} s; see {STATE_DIR / 'server.log'}")
@@ -57,3 +61,52 @@ def stop() -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def zombie_automation(heartbeat_s: int):
+    """Prefect's documented answer to runs left "Running" by a killed process: every flow run sends a
+    heartbeat event (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, set in :mod:`paperflows.settings`); this
+    proactive automation marks a run Crashed when, after a heartbeat, neither another heartbeat nor a
+    final state arrives within ``MISSED_HEARTBEATS`` periods."""
+    from datetime import timedelta
+
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    return Automation(
+        name=ZOMBIE_AUTOMATION,
+        description="A paperflows run whose process died stops sending heartbeats; mark it Crashed.",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
+                    "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"},
+            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=MISSED_HEARTBEATS * heartbeat_s),
+        ),
+        actions=[ChangeFlowRunState(state=StateType.CRASHED,
+                                    message=f"No heartbeat for {MISSED_HEARTBEATS * heartbeat_s} s: the process died.")],
+    )
+
+
+def ensure_zombie_automation(api_url: str = API_URL) -> bool:
+    """Create the zombie automation on the server at ``api_url`` unless it exists; returns whether it was created."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from paperflows.settings import DEFAULTS
+
+    heartbeat_s = int(os.environ.get("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", DEFAULTS["PREFECT_FLOWS_HEARTBEAT_FREQUENCY"]))
+    with temporary_settings({PREFECT_API_URL: api_url}):
+        from prefect.automations import Automation
+
+        try:
+            Automation.read(name=ZOMBIE_AUTOMATION)
+            return False
+        except ValueError:
+            zombie_automation(heartbeat_s).create()
+            return True

@@ -8,9 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from tasks.paper import Claim, Paper, paper_task
+from tasks.contract import Claim, Paper
 
 Verdict = Literal["reproduced", "not reproduced", "inconclusive"]
+VERDICTS: tuple[Verdict, ...] = ("reproduced", "not reproduced", "inconclusive")
+VERDICT_CODES: dict[str, int] = {"reproduced": 1, "inconclusive": 0, "not reproduced": -1}
+"""The numeric verdict of the slim DVC metrics file (``claims.json``), so ``dvc metrics diff`` shows a flip."""
 
 _COMPARE = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
@@ -69,6 +72,3 @@ def check_claim(claim: Claim, metrics: dict[str, Any]) -> ClaimResult:
 
 def check_claims(paper: Paper, metrics: dict[str, Any]) -> list[ClaimResult]:
     return [check_claim(claim, metrics) for claim in paper.claims]
-
-
-check_claims_task = paper_task(check_claims, name="check-claims")

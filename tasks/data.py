@@ -84,3 +84,15 @@ def digits_pixels() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's 8×8 digits as float pixels scaled to [-1, 1], shape (1797, 64), and labels (1797,)."""
     X, y = load_bundled("digits")
     return X.to_numpy(float) / 8.0 - 1.0, y.to_numpy()
+
+
+def save_bundled(name: str, path: Path) -> Path:
+    """Save the bundled dataset ``name`` as Parquet at ``path``: its feature columns and a ``target`` column."""
+    X, y = load_bundled(name)
+    return save_parquet(pd.concat([X, y], axis=1), path)
+
+
+def load_xy(path: Path) -> tuple[pd.DataFrame, pd.Series]:
+    """Features and ``target`` of a Parquet file written by :func:`save_bundled`."""
+    frame = load_parquet(path)
+    return frame.drop(columns="target"), frame["target"]

@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.context import get_run_context
 
-from tasks.claims import ClaimResult
+from tasks.claims import VERDICT_CODES, VERDICTS, ClaimResult
+from tasks.contract import Paper, RunContext, RunOutput
 from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
-from tasks.paper import Paper, RunContext, RunOutput, paper_task
 
 PLOT_COLUMNS = ("x", "y", "series")
-VERDICTS = ("reproduced", "not reproduced", "inconclusive")
 
 
 def fmt(value: float | None) -> str:
@@ -42,12 +39,13 @@ def observed_text(result: ClaimResult) -> str:
 
 
 def claims_rows(paper: Paper, results: Sequence[ClaimResult]) -> list[dict[str, str]]:
+    """One row per claim, the columns a reader scans first on the left: claim, verdict, ours, the paper's figure."""
     rows = []
     for claim, result in zip(paper.claims, results):
         label = claim.kind + (", scaled" if claim.scaled else "") + (", by construction" if claim.by_construction else "")
-        rows.append({"claim": claim.id, "kind": label, "paper says": claim.text, "metric": claim.metric,
-                     "threshold": f"{claim.comparison} {fmt(claim.threshold)}",
-                     "observed": observed_text(result), "verdict": result.verdict})
+        rows.append({"claim": claim.id, "verdict": result.verdict, "ours": observed_text(result),
+                     "paper's figure": f"{claim.comparison} {fmt(claim.threshold)}", "paper says": claim.text,
+                     "kind": label, "metric": claim.metric})
     return rows
 
 
@@ -97,16 +95,29 @@ def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output:
 
 def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
                      results: Sequence[ClaimResult]) -> dict[str, Any]:
-    """The content of ``metrics.json``: params, metrics, and each claim's value and verdict."""
+    """The content of ``metrics.json``, the full record of a run: the paper, params, every measurement,
+    and each claim with its declaration, value and verdict (enough for the summary without the code)."""
+    declared = {c.id: c for c in paper.claims}
     return {
         "paper": paper.slug,
+        "title": paper.title,
+        "method": paper.method,
+        "paper_class": paper.paper_class,
         "smoke": ctx.smoke,
         "seeds": ctx.seeds,
         "params": params,
         "metrics": output.metrics,
-        "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced")} for r in results},
+        "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced"),
+                          "text": declared[r.id].text, "scaled": declared[r.id].scaled,
+                          "by_construction": declared[r.id].by_construction} for r in results},
         "verdicts": {v: sum(r.verdict == v for r in results) for v in VERDICTS},
     }
+
+
+def dvc_metrics_document(results: Sequence[ClaimResult]) -> dict[str, Any]:
+    """The slim numeric file DVC tracks as metrics (``claims.json``): per claim, its observed value and
+    verdict code (1 reproduced, 0 inconclusive, -1 not reproduced), so ``dvc exp show`` fits a screen."""
+    return {r.id: {"observed": r.observed, "verdict": VERDICT_CODES[r.verdict]} for r in results}
 
 
 def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
@@ -124,6 +135,7 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
     staging.chmod(0o755)
     try:
         atomic_write_json(staging / "metrics.json", document)
+        atomic_write_json(staging / "claims.json", dvc_metrics_document(results))
         for name, table in output.tables.items():
             atomic_write_text(staging / f"{name}.csv", table.to_csv(index=False, float_format="%.6g"))
         png = io.BytesIO()
@@ -141,6 +153,8 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
         shutil.rmtree(staging, ignore_errors=True)
 
     if _in_flow_run():
+        from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
         create_markdown_artifact(key=f"{paper.artifact_prefix}-report", markdown=report,
                                  description=f"{paper.title}: report")
         create_table_artifact(key=f"{paper.artifact_prefix}-claims", table=claims_rows(paper, results),
@@ -149,11 +163,10 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
 
 
 def _in_flow_run() -> bool:
+    from prefect.context import get_run_context
+
     try:
         get_run_context()
         return True
     except RuntimeError:
         return False
-
-
-write_report_task = paper_task(write_report, name="write-report")

@@ -1,11 +1,28 @@
 import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from paperflows.settings import apply_environment_defaults
+
+apply_environment_defaults()  # before any test imports Prefect or matplotlib
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the toy paper
+
+
+def params_for(slug: str, smoke: bool = True, **overrides):
+    """A paper's typed params: its ``params.yaml`` section (at smoke scale by default) with ``overrides``,
+    validated by its model, as a method function receives them."""
+    from paperflows.params import load_params_model, read_params_file
+
+    model, smoke_values = load_params_model(slug)
+    section = dict(read_params_file(ROOT / "params.yaml")["papers"][slug])
+    return model.model_validate({**section, **(smoke_values if smoke else {}), **overrides})
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,3 +57,29 @@ def without_timings(value):
 
 def read_metrics(results_dir: Path) -> dict:
     return json.loads((Path(results_dir) / "metrics.json").read_text())
+
+
+BIN = Path(sys.executable).parent
+
+
+def sh(args, cwd, env):
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{args} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture()
+def repo_copy(tmp_path, prefect_api_url):
+    """A git repo in a temporary folder holding the working tree's tracked and untracked (not ignored) files."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tmp_path / name)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PREFECT_API_URL": prefect_api_url,
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    sh(["git", "init", "-q"], tmp_path, env)
+    sh(["git", "add", "-A"], tmp_path, env)
+    sh(["git", "commit", "-qm", "copy"], tmp_path, env)
+    return tmp_path, env

@@ -8,10 +8,11 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 
 from flows.anova_tpnn import method as m
 
-CFG = dict(n_basis=10, id_eps=0.0, nam_hidden=[8, 8], nbm_hidden=[8, 8], nbm_bases=4)
+CFG = params_for("anova_tpnn", n_basis=10, id_eps=0.0, nam_hidden=[8, 8], nbm_hidden=[8, 8], nbm_bases=4)
 
 
 def _data(n=200, d=3, seed=0):
@@ -152,8 +153,8 @@ def test_recovery_error_known_cases():
 def test_tpnn_recovers_known_components():
     """Trained on the synthetic function (d = 4, small noise), ANOVA-TPNN's components are close to the
     unique decomposition (one seed; the flow compares models over runs)."""
-    cfg = dict(synth_n=700, synth_d=4, synth_rho=0.5, synth_noise=0.1, bc_top_features=8, test_frac=0.2,
-               eval_rows=300, n_basis=10, id_eps=1e-3)
+    cfg = params_for("anova_tpnn", synth_n=700, synth_d=4, synth_rho=0.5, synth_noise=0.1, bc_top_features=8,
+                     test_frac=0.2, eval_rows=300, n_basis=10, id_eps=1e-3)
     ds = m.prepare_dataset("synthetic", cfg)
     to_t = lambda a: torch.as_tensor(a, dtype=torch.float32)
     x, y = to_t(ds.Z[ds.pool]), to_t(ds.y[ds.pool])
@@ -189,20 +190,30 @@ def test_ebm_components_sum_to_its_prediction():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (200, 3))
     y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2]
-    cfg = dict(ebm_interactions=2, ebm_outer_bags=1, ebm_interaction_bins=8)
-    ebm = m.fit_ebm("regression", X, y, cfg, seed=0)
+    ebm = m.fit_ebm("regression", X, y, interactions=2, outer_bags=1, interaction_bins=8, seed=0)
     parts = m.ebm_components(ebm, X, m.all_components(3))
     np.testing.assert_allclose(parts.sum(1) + ebm.intercept_, ebm.predict(X), rtol=1e-8, atol=1e-8)
 
 
 def test_run_is_deterministic_by_seed():
-    cfg = dict(datasets=["synthetic"], models=["tpnn", "na2m"], synth_n=150, synth_d=4, synth_rho=0.5,
-               synth_noise=0.2, bc_top_features=8, test_frac=0.2, eval_rows=60, n_basis=4, id_eps=1e-3, epochs=6,
-               lr=0.03, eval_every=3, nam_hidden=[4], nbm_hidden=[4], nbm_bases=2, ebm_interactions=0,
-               ebm_outer_bags=1, ebm_interaction_bins=8, centring_probes=2)
+    cfg = params_for("anova_tpnn", datasets=["synthetic"], models=["tpnn", "na2m"], synth_n=150, synth_d=4,
+                     synth_rho=0.5, synth_noise=0.2, bc_top_features=8, test_frac=0.2, eval_rows=60, n_basis=4,
+                     id_eps=1e-3, epochs=6, lr=0.03, eval_every=3, nam_hidden=[4], nbm_hidden=[4], nbm_bases=2,
+                     ebm_interactions=0, ebm_outer_bags=1, ebm_interaction_bins=8, centring_probes=2)
     a, b, c = m.run_seed(cfg, 5), m.run_seed(cfg, 5), m.run_seed(cfg, 6)
-    for model in cfg["models"]:
+    for model in cfg.models:
         ra, rb, rc = (r["datasets"]["synthetic"]["models"][model] for r in (a, b, c))
         np.testing.assert_array_equal(ra["components"], rb["components"])
         assert ra["score"] == rb["score"]
         assert not np.array_equal(ra["components"], rc["components"])
+
+
+def test_params_reject_inconsistent_config():
+    assert m.DATASETS == ("synthetic", "diabetes", "breast_cancer")   # positions name the random streams
+    assert m.NEURAL_MODELS == ("tpnn", "tpnn_noconstraint", "na2m", "nb2m") and m.MODELS[-1] == "ebm"
+    params_for("anova_tpnn", models=["na2m", "tpnn"], ebm_runs=0)
+    for bad in ({"models": ["na2m", "nb2m"]}, {"models": ["tpnn", "tpnn"]}, {"models": ["tpnn", "gam"]},
+                {"datasets": ["synthetic", "synthetic"]}, {"datasets": ["wine"]}, {"seeds": 1, "ebm_runs": 0},
+                {"ebm_runs": 3}):
+        with pytest.raises(ValueError):
+            params_for("anova_tpnn", **bad)

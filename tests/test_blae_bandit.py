@@ -5,12 +5,15 @@ import math
 
 import numpy as np
 import pytest
+from conftest import params_for
 from scipy.optimize import minimize
 
 from flows.blae_bandit import method as M
 
-CONFIG = {"horizons": [200, 600], "random_K": 8, "random_d": 3, "eoo_eps": 0.2, "extra_eoo_eps": [0.05],
-          "sigma": 1.0, "ridge_lambda": 1.0, "fw_tol": 1e-3, "e4_gamma": 10.0, "rs_oful_C": 0.5, "linucb": True}
+
+def tiny_params():
+    return params_for("blae_bandit", horizons=[200, 600], random_K=8, random_d=3, eoo_eps=0.2, extra_eoo_eps=[0.05],
+                      sigma=1.0, ridge_lambda=1.0, fw_tol=1e-3, e4_gamma=10.0, rs_oful_C=0.5, linucb=True)
 
 
 def simplex_grid(k: int, step: int):
@@ -253,11 +256,23 @@ def _strip_seconds(result: dict) -> dict:
 
 
 def test_run_seed_is_deterministic_by_seed():
-    a, b = M.run_seed(CONFIG, 3), M.run_seed(CONFIG, 3)
+    p = tiny_params()
+    a, b = M.run_seed(p, 3), M.run_seed(p, 3)
     assert _strip_seconds(a) == _strip_seconds(b)
-    c = M.run_seed(CONFIG, 4)
+    c = M.run_seed(p, 4)
     assert [r["regret"] for r in _strip_seconds(a)["rows"]] != [r["regret"] for r in _strip_seconds(c)["rows"]]
     assert {r["method"] for r in a["rows"]} == set(M.BATCHED_METHODS)
-    lin1, lin2 = M.run_linucb(CONFIG, [3, 4]), M.run_linucb(CONFIG, [3])
+    lin1, lin2 = M.run_linucb(p, [3, 4]), M.run_linucb(p, [3])
     by_seed = {(r["instance"], r["T"]): r["regret"] for r in lin1["rows"] if r["seed"] == 3}
     assert by_seed == {(r["instance"], r["T"]): r["regret"] for r in lin2["rows"]}
+
+
+def test_params_reject_inconsistent_config():
+    from flows.blae_bandit.params import SMOKE, Params
+
+    good = {"seeds": 1, "horizons": [200, 600], "random_K": 8, "random_d": 3, "eoo_eps": 0.2, "extra_eoo_eps": [],
+            "sigma": 1.0, "ridge_lambda": 1.0, "fw_tol": 1e-3, "e4_gamma": 10.0, "rs_oful_C": 0.5, "linucb": True}
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"horizons": [600, 600]}, {"horizons": [600, 200]}, {"horizons": [50, 600]}, {"horizons": [200]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 from scipy import optimize
 
 from flows.ck_ntk_spikes import method as m
+from flows.ck_ntk_spikes.params import SMOKE, Params
 
 
 @pytest.fixture(autouse=True)
@@ -256,9 +258,9 @@ def test_transition_snr_separates_outlier_from_none():
 # Experiments
 # ---------------------------------------------------------------------------------------------
 
-_SMALL = {"n": 90, "p": 45, "width": 60, "depth": 2, "classes": 3, "snr_grid": [0.0, 30.0],
-          "sweep_activations": ["tanh"], "top_activations": ["tanh", "relu"], "null_draws": 2,
-          "edge_margin": 0.02, "theory_points": 2, "digits_per_class": 20}
+_SMALL = params_for("ck_ntk_spikes", n=90, p=45, width=60, depth=2, classes=3, snr_grid=[0.0, 30.0],
+                    sweep_activations=["tanh"], top_activations=["tanh", "relu"], null_draws=2,
+                    edge_margin=0.02, theory_points=2, digits_per_class=20)
 
 
 def _digits():
@@ -278,6 +280,24 @@ def test_run_seed_is_deterministic_by_seed():
     kernels = {row["kernel"] for row in a["rows"]}
     assert kernels == {"CK0", "CK1", "CK2", "NTK"}
     assert len(a["rows"]) == (2 + 1) * 4 and len(a["digits"]) == 2 * 4
+
+
+def test_run_seed_reads_the_digits_from_a_bundled_parquet(tmp_path):
+    """The flow passes the path of ``save_bundled("digits")``: the same numbers as the prepared inputs."""
+    from tasks.data import save_bundled
+
+    path = str(save_bundled("digits", tmp_path / "digits.parquet"))
+    strip = lambda r: {k: v for k, v in r.items() if k != "timings"}  # noqa: E731
+    assert strip(m.run_seed(_SMALL, 5, path)) == strip(m.run_seed(_SMALL, 5, _digits()))
+
+
+def test_params_reject_inconsistent_config():
+    good = {**_SMALL.model_dump(), **SMOKE}
+    Params.model_validate(good)
+    for bad in ({"n": 151}, {"snr_grid": [1.0, 64.0]}, {"snr_grid": [0.0, 64.0, 64.0]},
+                {"sweep_activations": ["sin"]}, {"top_activations": ["tanh", "swish"]}, {"classes": 10, "p": 8, "n": 150}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})
 
 
 def test_digits_inputs_subtract_class_means():

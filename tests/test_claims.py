@@ -3,7 +3,7 @@ import math
 import pytest
 
 from tasks.claims import check_claim, metric_value, verdict
-from tasks.paper import Claim
+from tasks.contract import Claim
 
 
 def claim(comparison=">=", threshold=1.0, interval=None):

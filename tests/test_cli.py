@@ -1,13 +1,17 @@
 import os
 import subprocess
 import sys
+import time
 
+import pytest
 from conftest import ROOT
 
+from paperflows.params import ParamsError, paper_slugs, read_params_file, validate_schedules
 
-def cli(*args, env_extra=None):
+
+def cli(*args, env_extra=None, cwd=ROOT):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "paperflows", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "paperflows", *args], cwd=cwd, capture_output=True, text=True,
                           env=env, timeout=300)
 
 
@@ -23,36 +27,78 @@ def test_bad_override_names_the_key(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_list_shows_every_paper():
-    from tasks.pipeline import paper_slugs
+def test_params_are_validated_without_prefect_torch_or_any_method():
+    """What makes a params error fast: validation imports only params.py files (no timing asserted here;
+    benchmarks/bench_feedback.py measures it)."""
+    code = ("import sys; from paperflows.params import check_params_file; problems = check_params_file(); "
+            "heavy = sorted(m for m in ('prefect', 'torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules); "
+            "methods = sorted(m for m in sys.modules if m.endswith(('.method', '.flow'))); "
+            "print(problems, heavy, methods)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[] [] []"
 
+
+def test_check_passes_on_the_repo_and_names_a_bad_key(tmp_path):
+    assert cli("check").returncode == 0
+    text = (ROOT / "params.yaml").read_text().replace("  lapsum:\n", "  lapsum:\n    tau_typo: 1.0\n", 1)
+    (tmp_path / "params.yaml").write_text(text)
+    result = cli("check", "--params-file", str(tmp_path / "params.yaml"))
+    assert result.returncode == 1 and "papers.lapsum.tau_typo: Extra inputs are not permitted" in result.stderr
+
+
+def test_list_shows_every_paper():
     result = cli("list")
     assert result.returncode == 0
     for slug in paper_slugs():
         assert slug in result.stdout
 
 
-def test_serve_builds_one_deployment_per_paper_with_its_schedule():
+def test_serve_builds_one_recheck_deployment_per_paper_with_its_schedule():
     from paperflows.deployments import build_deployments
-    from tasks.pipeline import paper_slugs, read_params_file, validate_schedules
 
     deployments = build_deployments(ROOT / "params.yaml")
-    assert sorted(d.name for d in deployments) == sorted(f"{s}-scheduled" for s in paper_slugs())
+    assert sorted(d.name for d in deployments) == sorted(f"{s}-recheck" for s in paper_slugs())
     schedules = validate_schedules(read_params_file(ROOT / "params.yaml"))
     for deployment in deployments:
-        slug = deployment.name.removesuffix("-scheduled")
+        slug = deployment.name.removesuffix("-recheck")
+        assert deployment.parameters == {"slug": slug}  # params are read when the run starts, not now
         crons = [s.schedule.cron for s in deployment.schedules or []]
         assert crons == ([schedules[slug]] if slug in schedules else [])
 
 
 def test_schedules_are_validated():
-    import pytest
-
-    from tasks.pipeline import ParamsError, validate_schedules
-
     raw = {"papers": {"lapsum": {}}}
     assert validate_schedules({**raw, "schedules": {"lapsum": "0 3 * * 1"}}) == {"lapsum": "0 3 * * 1"}
     with pytest.raises(ParamsError, match="schedules.lapsum"):
         validate_schedules({**raw, "schedules": {"lapsum": "weekly"}})
     with pytest.raises(ParamsError, match="schedules.nope"):
         validate_schedules({**raw, "schedules": {"nope": "0 3 * * 1"}})
+
+
+def test_dvc_yaml_check_fails_on_a_hand_edit(tmp_path):
+    assert cli("dvc-yaml", "--check").returncode == 0
+    # the command compares the working directory's dvc.yaml; a copy with one dep removed must fail
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    edited = (tmp_path / "dvc.yaml").read_text().replace("    - tasks/stats.py\n", "", 1)
+    (tmp_path / "dvc.yaml").write_text(edited)
+    env = {"PYTHONPATH": str(ROOT)}
+    result = cli("dvc-yaml", "--check", env_extra=env, cwd=tmp_path)
+    assert result.returncode == 1 and "differs" in result.stderr
+
+
+def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
+    repo, env = repo_copy
+    result = cli("new", "demo_paper", env_extra=env, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "demo_paper:" in (repo / "dvc.yaml").read_text()
+    assert cli("check", env_extra=env, cwd=repo).returncode == 0
+    assert cli("dvc-yaml", "--check", env_extra=env, cwd=repo).returncode == 0
+    run = cli("run", "demo_paper", "--smoke", env_extra=env, cwd=repo)
+    assert run.returncode == 0, run.stderr
+    assert (repo / ".paperflows/smoke/results/demo_paper/report.md").is_file()
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/test_demo_paper.py"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert tests.returncode == 0, tests.stdout[-2000:]
+    again = cli("new", "demo_paper", env_extra=env, cwd=repo)
+    assert again.returncode == 1 and "already there" in again.stderr

@@ -1,54 +1,65 @@
-"""DVC in a temporary copy of the repo: repro at smoke scale, a clean status, and a params change
-that reruns only its own paper."""
+"""DVC in a temporary copy of the repo: the generated dvc.yaml, repro at smoke scale, a clean status,
+a params change that reruns only its own paper, and a tasks/ edit that reruns only its importers."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
+import re
 
-import pytest
 import yaml
-from conftest import ROOT
+from conftest import BIN, ROOT, sh
 
-from tasks.pipeline import load_flow, paper_slugs
-
-BIN = Path(sys.executable).parent
-
-
-def sh(args, cwd, env):
-    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"{args} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
+from paperflows.dvcgen import dvc_yaml_text
+from paperflows.params import load_params_model, paper_slugs
 
 
-@pytest.fixture()
-def repo_copy(tmp_path, prefect_api_url):
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, tmp_path / name)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PREFECT_API_URL": prefect_api_url,
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    sh(["git", "init", "-q"], tmp_path, env)
-    sh(["git", "add", "-A"], tmp_path, env)
-    sh(["git", "commit", "-qm", "copy"], tmp_path, env)
-    return tmp_path, env
-
-
-def set_smoke(params_file: Path, slugs):
+def set_smoke(params_file, slugs):
     raw = yaml.safe_load(params_file.read_text())
     for slug in slugs:
-        raw["papers"][slug].update(load_flow(slug).smoke)
+        raw["papers"][slug].update(load_params_model(slug)[1])
     params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
     return raw
 
 
-def changed_stages(repo, env):
-    return set(json.loads(sh([str(BIN / "dvc"), "status", "--json"], repo, env) or "{}"))
+def status(repo, env) -> dict:
+    return json.loads(sh([str(BIN / "dvc"), "status", "--json"], repo, env) or "{}")
+
+
+def changed_deps(repo, env) -> set[str]:
+    """Stages whose code or params changed (a fresh copy lacks the DVC-cached data/, which is not a code change)."""
+    return {stage for stage, changes in status(repo, env).items()
+            if any("changed deps" in c for c in changes if isinstance(c, dict))}
+
+
+def test_committed_dvc_yaml_is_the_generated_one():
+    assert (ROOT / "dvc.yaml").read_text() == dvc_yaml_text(ROOT / "params.yaml"), "run `paperflows dvc-yaml`"
+
+
+def test_each_paper_depends_on_exactly_the_tasks_modules_it_imports():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for slug in paper_slugs():
+        source = "\n".join(p.read_text() for p in (ROOT / "flows" / slug).glob("*.py"))
+        direct = set(re.findall(r"from tasks\.(\w+) import", source)) | {
+            name for group in re.findall(r"from tasks import ([\w, ]+)", source) for name in group.split(", ")}
+        deps = {d.removeprefix("tasks/").removesuffix(".py") for d in stages[slug]["deps"] if d.startswith("tasks/")}
+        assert direct <= deps, f"{slug}: imports {direct - deps} but does not depend on it"
+        assert "tasks" not in stages[slug]["deps"] and "paperflows" not in stages[slug]["deps"]
+        assert "paperflows/cli.py" not in stages[slug]["deps"] and "paperflows/summary.py" not in stages[slug]["deps"]
+    assert stages["summary"]["cmd"] == "paperflows report"
+    assert {f"results/{s}/metrics.json" for s in paper_slugs()} <= set(stages["summary"]["deps"])
+
+
+def test_editing_a_tasks_module_reruns_exactly_the_papers_that_import_it(repo_copy):
+    repo, env = repo_copy
+    assert not changed_deps(repo, env), "the committed dvc.lock must match the committed code"
+    importers = {s for s in paper_slugs()
+                 if re.search(r"from tasks(\.diffusion)? import[^\n]*\bdiffusion\b|from tasks\.diffusion import",
+                              "\n".join(p.read_text() for p in (ROOT / "flows" / s).glob("*.py")))}
+    assert importers, "some paper imports tasks.diffusion"
+    with open(repo / "tasks" / "diffusion.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    assert changed_deps(repo, env) == importers
+    (repo / "paperflows" / "cli.py").write_text((repo / "paperflows" / "cli.py").read_text() + "\n# an edit\n")
+    (repo / "paperflows" / "summary.py").write_text((repo / "paperflows" / "summary.py").read_text() + "\n# an edit\n")
+    assert changed_deps(repo, env) == importers | {"summary"}
 
 
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
@@ -56,15 +67,17 @@ def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     first, second = paper_slugs()[:2]
     committed = (ROOT / "results" / first / "metrics.json").read_bytes()
     raw = set_smoke(repo / "params.yaml", [first, second])
-    sh([str(BIN / "dvc"), "repro", f"paper@{first}", f"paper@{second}"], repo, env)
-    assert not {f"paper@{first}", f"paper@{second}"} & changed_stages(repo, env)
+    sh([str(BIN / "dvc"), "repro", first, second], repo, env)
+    assert not {first, second} & set(status(repo, env))
     written = json.loads((repo / "results" / first / "metrics.json").read_text())
     assert written["params"] == raw["papers"][first] and written["smoke"] is False  # no --smoke: params decide
     assert (ROOT / "results" / first / "metrics.json").read_bytes() == committed, "the copy's stage wrote outside the copy"
+    claims = json.loads((repo / "results" / first / "claims.json").read_text())
+    assert set(claims) == set(written["claims"]) and all(set(c) == {"observed", "verdict"} for c in claims.values())
 
     raw["papers"][first]["seeds"] += 1
     (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    changed = changed_stages(repo, env)
-    assert f"paper@{first}" in changed and f"paper@{second}" not in changed
-    out = sh([str(BIN / "dvc"), "repro", f"paper@{first}", f"paper@{second}"], repo, env)
-    assert f"Stage 'paper@{second}' didn't change" in out
+    changed = set(status(repo, env))
+    assert first in changed and second not in changed
+    out = sh([str(BIN / "dvc"), "repro", first, second], repo, env)
+    assert f"Stage '{second}' didn't change" in out

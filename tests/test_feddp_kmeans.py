@@ -7,15 +7,16 @@ import numpy as np
 import pytest
 from scipy import optimize
 from scipy.stats import norm
+from conftest import params_for
 from sklearn.cluster import KMeans
 
 from flows.feddp_kmeans import method as M
 
-TINY = {"datasets": ["gaussian"], "k": 3, "dim": 5, "variance": 0.05, "n_clients": 4, "per_client": 60,
-        "server_per_component": 4, "server_uniform": 5, "client_components": 0, "digits_clients": 5,
-        "digits_alpha": 0.5, "digits_server": 20, "digits_blur": 1.0, "digits_server_noise": 0.05, "digits_clip": 5.0,
-        "eps_outer": 1.0, "eps_weight": 1.0, "eps_init": 1.0, "init_split": 0.5, "eps_lloyd": 1.0, "lloyd_split": 0.5,
-        "delta": 1e-6, "clip": 4.0, "min_server_weight": 5.0, "margin": 1.0, "lloyd_steps": [1], "kfed_k_client": 3}
+TINY = dict(datasets=["gaussian"], k=3, dim=5, variance=0.05, n_clients=4, per_client=60, server_per_component=4,
+            server_uniform=5, client_components=0, digits_clients=5, digits_alpha=0.5, digits_server=20,
+            digits_blur=1.0, digits_server_noise=0.05, digits_clip=5.0, eps_outer=1.0, eps_weight=1.0, eps_init=1.0,
+            init_split=0.5, eps_lloyd=1.0, lloyd_split=0.5, delta=1e-6, clip=4.0, min_server_weight=5.0, margin=1.0,
+            lloyd_steps=[1], kfed_k_client=3)
 
 
 def balle_wang_delta(sigma: float, eps: float, sens: float) -> float:
@@ -183,12 +184,24 @@ def test_kfed_recovers_well_separated_clusters():
 
 # ---------------------------------------------------------------------------- determinism
 def test_same_seed_same_rows_other_seed_other_rows():
-    a = M.run_seed(TINY, 7)
-    b = M.run_seed(TINY, 7)
-    c = M.run_seed(TINY, 8)
+    p = params_for("feddp_kmeans", **TINY)
+    a = M.run_seed(p, 7)
+    b = M.run_seed(p, 7)
+    c = M.run_seed(p, 8)
     assert a == b
     costs = lambda r: [row["cost"] for row in r["rows"]]
     assert costs(a) != costs(c)
     methods = {(row["method"], row["T"], row["budget"]) for row in a["rows"]}
     assert ("feddp", 1, "per_step") in methods and ("oracle", 0, "non_private") in methods
     assert a["equivalence_max_abs"] < 1e-9
+
+
+def test_params_reject_inconsistent_config():
+    from flows.feddp_kmeans.params import SMOKE, Params
+
+    Params.model_validate({**params_for("feddp_kmeans", smoke=False).model_dump(), **SMOKE})
+    good = params_for("feddp_kmeans").model_dump()
+    for bad in ({"datasets": ["digits"]}, {"datasets": ["gaussian", "gaussian"]}, {"lloyd_steps": [1, 1]},
+                {"lloyd_steps": [0]}, {"init_split": 1.0}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

@@ -1,6 +1,8 @@
 """The flow contract, end to end on a toy paper: params, claims, reports, atomicity, runners."""
 
+import json
 import threading
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -10,8 +12,10 @@ from conftest import read_metrics, without_timings
 from toy_flow import toy_flow
 
 from tasks import report
-from tasks.data import load_bundled, load_parquet, save_parquet
-from tasks.pipeline import ParamsError, resolve_params, run_flow
+from tasks.contract import Distinct, Increasing, PaperParams
+from tasks.data import load_bundled, load_parquet, load_xy, save_bundled, save_parquet
+from paperflows.params import ParamsError, resolve_params
+from paperflows.pipeline import run_flow
 from tasks.seeding import torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
 
@@ -25,14 +29,18 @@ def raw(**section):
 def test_toy_flow_writes_every_output(tmp_path):
     summary = run_flow(toy_flow, RAW, out_root=tmp_path)
     results = tmp_path / "results" / "toy"
-    assert {p.name for p in results.iterdir()} == {"metrics.json", "plot.csv", "figure.png", "report.md"}
+    assert {p.name for p in results.iterdir()} == {"metrics.json", "claims.json", "plot.csv", "figure.png", "report.md"}
     document = read_metrics(results)
     assert document["claims"]["mean_positive"]["verdict"] == "reproduced"
     assert document["seeds"] == [0, 1, 2]
     assert summary["verdicts"] == {"reproduced": 2, "not reproduced": 0, "inconclusive": 0}
     assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
     text = (results / "report.md").read_text()
-    assert "| mean_positive |" in text and "by construction" in text and "A toy." in text
+    assert "| mean_positive | reproduced |" in text and "by construction" in text and "A toy." in text
+    # the slim file DVC tracks as metrics: per claim, the observed value and a numeric verdict
+    slim = json.loads((results / "claims.json").read_text())
+    assert slim == {cid: {"observed": c["observed"], "verdict": 1} for cid, c in document["claims"].items()}
+    assert document["title"] == "Toy paper" and document["claims"]["mean_positive"]["text"] == "the mean is positive"
 
 
 def test_a_claim_that_does_not_hold_is_reported_as_not_reproduced(tmp_path):
@@ -64,12 +72,31 @@ def test_invalid_params_name_the_key_and_write_nothing(tmp_path, section, common
 
 
 def test_missing_section_and_overrides():
+    model = (toy_flow.params_model, toy_flow.smoke)
     with pytest.raises(ParamsError, match="papers.toy is missing"):
-        resolve_params(toy_flow, {"common": RAW["common"], "papers": {}})
-    params, common = resolve_params(toy_flow, RAW, smoke=True, overrides=["loc=2.5", "common.seed=7"])
+        resolve_params("toy", {"common": RAW["common"], "papers": {}}, model=model)
+    params, common = resolve_params("toy", RAW, smoke=True, overrides=["loc=2.5", "common.seed=7"], model=model)
     assert (params.n, params.loc, common.seed) == (10, 2.5, 7)
     with pytest.raises(ParamsError, match="key=value"):
-        resolve_params(toy_flow, RAW, overrides=["loc"])
+        resolve_params("toy", RAW, overrides=["loc"], model=model)
+
+
+def test_the_claims_table_shows_claim_verdict_and_values_first():
+    from toy_flow import TOY
+
+    from tasks.claims import check_claims
+
+    results = check_claims(TOY, {"mean": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9}, "n_draws": 10})
+    rows = report.claims_rows(TOY, results)
+    assert list(rows[0])[:4] == ["claim", "verdict", "ours", "paper's figure"]
+    assert rows[0]["verdict"] == "reproduced" and rows[0]["ours"] == "0.5 [0.1, 0.9]" and rows[0]["paper's figure"] == "> 0"
+
+
+def test_the_process_runner_passes_typed_params_to_the_method(tmp_path):
+    run_flow(toy_flow, RAW, out_root=tmp_path / "threads")
+    run_flow(toy_flow, RAW, out_root=tmp_path / "processes", runner="processes")
+    threads, processes = (read_metrics(tmp_path / r / "results" / "toy") for r in ("threads", "processes"))
+    assert without_timings(threads) == without_timings(processes)
 
 
 def test_an_interrupted_report_leaves_the_previous_results(tmp_path, monkeypatch):
@@ -109,6 +136,29 @@ def test_bundled_data_and_parquet_roundtrip(tmp_path):
     pd.testing.assert_frame_equal(load_parquet(save_parquet(frame, tmp_path / "d" / "f.parquet")), frame)
     with pytest.raises(FileNotFoundError, match="missing"):
         load_parquet(tmp_path / "nope.parquet")
+    X_saved, y_saved = load_xy(save_bundled("wine", tmp_path / "wine.parquet"))
+    X_wine, y_wine = load_bundled("wine")
+    pd.testing.assert_frame_equal(X_saved, X_wine)
+    assert y_saved.tolist() == y_wine.tolist()
+
+
+class Lists(PaperParams):
+    methods: Annotated[list[str], Distinct]
+    ns: Annotated[list[int], Increasing]
+
+
+@pytest.mark.parametrize("values,error", [
+    ({"methods": ["a", "b"], "ns": [1, 10]}, None),
+    ({"methods": ["a", "b", "a"], "ns": [1, 10]}, "methods.*distinct; repeated: a"),
+    ({"methods": ["a"], "ns": [1, 1]}, "ns.*strictly increasing"),
+    ({"methods": ["a"], "ns": [10, 1]}, "ns.*strictly increasing"),
+])
+def test_list_constraints_name_the_key(values, error):
+    if error is None:
+        Lists.model_validate({"seeds": 1, **values})
+        return
+    with pytest.raises(ValueError, match="(?s)" + error):
+        Lists.model_validate({"seeds": 1, **values})
 
 
 def test_torch_seeded_initialisation_is_private_to_each_thread():

@@ -2,19 +2,19 @@
 the closed form of the clipped PPO objective, the functional-gradient descent property of a
 boosting step, the official categorical MiniGrid encoding) and a determinism check by seed."""
 
-import copy
-
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, STATE_TO_IDX
 
 from flows.gbrl_rl import method
+from flows.gbrl_rl.params import SMOKE, GBRLConfig, Params
 
 IDX_TO_STATE = {v: k for k, v in STATE_TO_IDX.items()}
 
-TINY = {
+TINY_VALUES = {
     "steps": {"cartpole": 256, "minigrid_empty": 128, "minigrid_doorkey": 128, "irregular": 512},
     "eval_episodes": 4, "gamma": 0.99, "gae_lambda": 0.95, "nn_encoding": "onehot",
     "irregular": {"n_relevant": 2, "n_categories": 3, "n_nuisance": 1, "n_nuisance_categories": 3, "n_actions": 3},
@@ -23,6 +23,7 @@ TINY = {
     "nn": {"n_envs": 4, "n_steps": 32, "batch_size": 32, "n_epochs": 2, "clip_range": 0.2, "ent_coef": 0.0,
            "vf_coef": 0.5, "lr": 3e-4, "max_grad_norm": 0.5, "hidden": 16},
 }
+TINY = params_for("gbrl_rl", **TINY_VALUES)
 
 
 # --- GAE ------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def _fixed_batch(kind: str, rng: np.random.Generator, n: int = 256):
 def test_boosting_step_descends_the_loss_on_a_fixed_batch(kind):
     rng = np.random.default_rng(1)
     x, actions, adv, ret = _fixed_batch(kind, rng)
-    cfg = dict(TINY["gbrl"], n_bins=64)
+    cfg = GBRLConfig(**dict(TINY_VALUES["gbrl"], n_bins=64))
     agent = method.GBRLActorCritic(x.shape[1], 2, cfg)
     old_logp = torch.full((len(x),), np.log(0.5))
 
@@ -148,7 +149,7 @@ def test_boosting_step_descends_the_loss_on_a_fixed_batch(kind):
 def test_gbrl_tree_update_uses_the_policy_and_value_learning_rates():
     """One tree, one constant-gradient batch: every output moves by -lr * gradient (leaf value = mean grad)."""
     x = np.random.default_rng(2).normal(size=(64, 3)).astype(np.float32)
-    agent = method.GBRLActorCritic(3, 2, dict(TINY["gbrl"], policy_lr=0.17, value_lr=0.01))
+    agent = method.GBRLActorCritic(3, 2, GBRLConfig(**dict(TINY_VALUES["gbrl"], policy_lr=0.17, value_lr=0.01)))
     logits, values = agent.forward(x, requires_grad=True)
     (logits[:, 0].sum() * 0.5 + logits[:, 1].sum() * -1.0 + values.sum() * 2.0).div(len(x)).backward()
     agent.model.step()
@@ -197,8 +198,7 @@ def test_one_hot_blocks_and_unseen_categories():
 
 
 def test_irregular_task_reward_strings_and_perturbation():
-    cfg = TINY["irregular"]
-    task = method.IrregularTask.make(cfg, np.random.default_rng(4))
+    task = method.IrregularTask.make(TINY.irregular, np.random.default_rng(4))
     codes = task.sample(200, np.random.default_rng(5))
     assert codes.shape == (200, 3) and codes.max() < 3
     best = np.array([task.table[c0, c1] for c0, c1 in codes[:, :2]])
@@ -222,11 +222,10 @@ def test_sampled_actions_follow_the_softmax():
 @pytest.mark.parametrize("env_name,algo", [("irregular", "gbrl"), ("irregular", "nn"), ("cartpole", "gbrl"),
                                            ("cartpole", "nn"), ("minigrid_empty", "gbrl")])
 def test_same_seed_same_result(env_name, algo):
-    cfg = copy.deepcopy(TINY)
     strip = lambda r: {k: v for k, v in r.items() if k not in ("train_s", "wall_s", "cpu_s")}  # noqa: E731
-    a, b = method.run_one(cfg, env_name, algo, 0), method.run_one(cfg, env_name, algo, 0)
+    a, b = method.run_one(TINY, env_name, algo, 0), method.run_one(TINY, env_name, algo, 0)
     np.testing.assert_equal(strip(a), strip(b))   # NaN-aware: early curve points may have no finished episode
-    c = method.run_one(cfg, env_name, algo, 1)
+    c = method.run_one(TINY, env_name, algo, 1)
     assert [r["train_return"] for r in c["curve"]] != [r["train_return"] for r in a["curve"]] or \
         c["final_return"] != a["final_return"]
 
@@ -242,3 +241,17 @@ def test_categorical_passthrough_gives_gbrl_the_same_bytes():
         assert ref.dtype == fast.dtype == np.dtype("S128") and np.array_equal(ref, fast)
     numeric = np.ones((3, 2), dtype=np.float64)
     assert method._process_array_fast(numeric)[0].dtype == np.float32   # non-categorical: gbrl's own path
+
+
+# --- params ---------------------------------------------------------------------------------
+
+def test_params_reject_inconsistent_config():
+    good = {**TINY.model_dump(), **SMOKE}
+    Params.model_validate(good)
+    for bad in ({"envs": ["cartpole", "irregular", "minigrid_empty", "cartpole"]}, {"envs": ["cartpole", "irregular", "bogus"]},
+                {"envs": ["cartpole", "minigrid_empty", "minigrid_doorkey"]},
+                {"steps": {"cartpole": 1024, "minigrid_empty": 1024, "irregular": 1024, "minigrid_doorkey": 64}},
+                {"steps": {"cartpole": 1024, "minigrid_empty": 1024, "irregular": 1024}},
+                {"irregular": {**TINY_VALUES["irregular"], "n_categories": 300}}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

@@ -3,6 +3,7 @@ bisection on b, finite differences (gradcheck), the O(n^2) pairwise rank, hard t
 
 import pytest
 import torch
+from conftest import params_for
 
 from flows.lapsum import method as m
 
@@ -130,15 +131,15 @@ def test_neuralsort_and_softsort_match_difftopk():
 
 
 def test_run_seed_is_deterministic():
-    config = {"correctness_n": 30, "alpha_hard": 1e-3, "select_n": 60, "select_ks": [6], "select_steps": 3,
-              "select_batch": 2, "select_lr": 3e-3, "select_hidden": 8, "select_noise": 0.3, "tau": 1.0,
-              "sinkhorn_iter_train": 5, "methods": list(m.METHODS), "digits_steps": 3, "digits_alpha": 1.0}
+    p = params_for("lapsum", correctness_n=30, alpha_hard=1e-3, select_n=60, select_ks=[6], select_steps=3,
+                   select_batch=2, select_lr=3e-3, select_hidden=8, select_noise=0.3, tau=1.0,
+                   sinkhorn_iter_train=5, methods=list(m.METHODS), digits_steps=3, digits_alpha=1.0)
 
     def strip(out):
         out["select"] = [{k: v for k, v in row.items() if k != "wall_s"} for row in out["select"]]
         return out
 
-    a, b = strip(m.run_seed(config, 3)), strip(m.run_seed(config, 3))
+    a, b = strip(m.run_seed(p, 3)), strip(m.run_seed(p, 3))
     assert a == b
     assert a["correctness"]["max_abs_sum_error"] < 1e-8
     assert a["correctness"]["grad_rel_error_fd"] < 1e-4
@@ -147,7 +148,7 @@ def test_run_seed_is_deterministic():
 
 
 def test_params_reject_inconsistent_config():
-    from flows.lapsum.flow import SMOKE, Params
+    from flows.lapsum.params import SMOKE, Params
 
     good = {"seeds": 1, "methods": ["lapsum", "softmax"], "tau": 1.0, "correctness_n": 40, "alpha_hard": 1e-3,
             "scaling_ns": [100, 1000], "scaling_batch": 1, "scaling_reps": 1, "timing_threads": 1,
@@ -157,6 +158,7 @@ def test_params_reject_inconsistent_config():
             "digits_alpha": 1.0}
     Params.model_validate({**good, **SMOKE})
     for bad in ({"methods": ["softmax", "sinkhorn"]}, {"select_ks": [50]}, {"scaling_ns": [100, 300]},
-                {"n_compare": 500}):
+                {"n_compare": 500}, {"methods": ["lapsum", "lapsum"]}, {"methods": ["lapsum", "bogus"]},
+                {"scaling_ns": [1000, 100]}):
         with pytest.raises(ValueError):
             Params.model_validate({**good, **bad})

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 
 from flows.longtail_guidance import method
 from tasks import diffusion
@@ -165,8 +166,9 @@ def _digits():
 
 
 def test_run_seed_is_deterministic_and_reports_invariance():
-    first = method.run_seed(TINY, 3)
-    second = method.run_seed(TINY, 3)
+    p = params_for("longtail_guidance", **TINY)
+    first = method.run_seed(p, 3)
+    second = method.run_seed(p, 3)
     first.pop("timings"), second.pop("timings")
     assert first == second
     assert first["invariance"]["bit_identical"] and first["invariance"]["max_abs_logit_diff"] == 0.0
@@ -175,3 +177,13 @@ def test_run_seed_is_deterministic_and_reports_invariance():
     # a different seed draws a different split
     assert method.long_tailed_split(*_digits(), first["counts"], 3, 5, np.random.default_rng([4, 0]))["order"].tolist() \
         != first["digit_order"]
+
+
+def test_params_reject_inconsistent_config():
+    from flows.longtail_guidance.params import SMOKE, Params
+
+    good = params_for("longtail_guidance").model_dump()
+    Params.model_validate({**params_for("longtail_guidance", smoke=False).model_dump(), **SMOKE})
+    for bad in ({"guidance_weights": [1.0, 1.0]}, {"guidance_weights": [0.0]}, {"diffusion_steps": 20}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

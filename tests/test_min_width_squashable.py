@@ -4,13 +4,16 @@ quadrature, the exact lower bounds and the batched narrow networks, against inde
 a plain per-net torch MLP)."""
 
 import math
+import typing
 
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 from scipy import integrate
 
 from flows.min_width_squashable import method as m
+from flows.min_width_squashable.params import MONOTONE, SMOKE, Activation, Params
 
 # ---- closed-form widths ------------------------------------------------------------------------
 
@@ -30,8 +33,7 @@ def test_min_width_nonmonotone_1d_is_not_covered():
 @pytest.mark.parametrize("target", ["a", "b", "c"])
 def test_job_widths_and_shapes_follow_the_formula(target):
     d_x, d_y, _ = m.TARGETS[target]
-    cfg = {"activations": ["tanh", "relu"], "width_offsets": [-1, 0, 1], "nonmonotone_activation": "sin"}
-    specs = m.job_specs(cfg, target, [0, 1])
+    specs = m.job_specs(target, ["tanh", "relu"], [-1, 0, 1], [0, 1], nonmonotone_activation="sin")
     w_star = max(d_x, d_y, 2)
     assert sorted({s.width for s in specs if s.activation == "tanh"}) == [w_star - 1, w_star, w_star + 1]
     assert {s.width for s in specs if s.activation == "sin"} == ({1} if target == "a" else set())
@@ -110,16 +112,18 @@ def test_identity_init_is_near_identity_at_zero_noise():
 
 
 def test_run_job_is_deterministic_by_seed():
-    cfg = {"activations": ["tanh", "relu"], "width_offsets": [-1, 0], "nonmonotone_activation": "sin",
-           "n_points_1d": 100, "n_per_axis_2d": 8, "n_train_1d": 40, "n_train_2d": 6, "steps": 15, "lr": 0.03,
-           "init": "identity", "init_noise": 0.3}
-    first = m.run_job(cfg, "a", 3, [0, 1])["rows"]
-    again = m.run_job(cfg, "a", 3, [0, 1])["rows"]
-    other = m.run_job(cfg, "a", 3, [5, 6])["rows"]
+    # the params require the plan's tanh and sigmoid; relu adds a second activation group to the batch
+    p = params_for("min_width_squashable", activations=["tanh", "sigmoid", "relu"], width_offsets=[-1, 0],
+                   nonmonotone_activation="sin", n_points_1d=100, n_per_axis_2d=8, n_train_1d=40, n_train_2d=6,
+                   steps=15, lr=0.03, init={a: "identity" for a in ("tanh", "sigmoid", "relu", "sin")},
+                   init_noise=0.3)
+    first = m.run_job(p, "a", 3, [0, 1])["rows"]
+    again = m.run_job(p, "a", 3, [0, 1])["rows"]
+    other = m.run_job(p, "a", 3, [5, 6])["rows"]
     assert first == again
     assert [r["l2_error"] for r in first] != [r["l2_error"] for r in other]
     # a net's result depends on its own seed only, not on the other restarts in the batch
-    alone = m.run_job(cfg, "a", 3, [1])["rows"]
+    alone = m.run_job(p, "a", 3, [1])["rows"]
     both = {(r["activation"], r["width"]): r["l2_error"] for r in first if r["seed"] == 1}
     for r in alone:
         assert r["l2_error"] == pytest.approx(both[(r["activation"], r["width"])], rel=1e-5)
@@ -140,6 +144,24 @@ def test_squashability_rejects_the_controls(name):
 def test_monotonicity_flags():
     assert all(m.is_monotone(a) for a in ("sigmoid", "tanh", "softplus", "relu", "leaky_relu", "exp", "step"))
     assert not any(m.is_monotone(a) for a in ("sin", "gelu", "square", "hardswish"))
+
+
+def test_params_constants_agree_with_the_method():
+    """params.py lists the activation names and the monotone ones without importing torch: they must
+    be what the method defines and what its numerical monotonicity test finds."""
+    assert typing.get_args(Activation) == tuple(m.ACTIVATIONS)
+    assert MONOTONE == tuple(a for a in m.ACTIVATIONS if m.is_monotone(a))
+
+
+def test_params_reject_inconsistent_config():
+    good = params_for("min_width_squashable", smoke=False).model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"activations": ["tanh", "relu"]}, {"activations": ["tanh", "sigmoid", "sin"]},
+                {"activations": ["tanh", "sigmoid", "tanh"]}, {"activations": ["tanh", "sigmoid", "bogus"]},
+                {"nonmonotone_activation": "relu"}, {"init": {"tanh": "identity", "sigmoid": "identity"}},
+                {"width_offsets": [0, 1]}, {"depths": [2, 2]}, {"depths": [0]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})
 
 
 @pytest.mark.parametrize("name", ["sigmoid", "tanh", "softplus", "leaky_relu", "sin", "gelu"])

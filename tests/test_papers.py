@@ -1,11 +1,14 @@
 """Every paper's flow at smoke scale, through the same code path as a full run."""
 
+import re
+
 import pytest
 import yaml
 from conftest import ROOT, read_metrics, without_timings
 
-from tasks.pipeline import load_flow, paper_slugs, read_params_file, resolve_params, run_paper
-from tasks.summary import README_END, README_START
+from paperflows.params import paper_slugs, read_params_file, resolve_params
+from paperflows.pipeline import load_flow, run_paper
+from paperflows.summary import README_END, README_START
 
 SLUGS = paper_slugs()
 
@@ -17,17 +20,21 @@ def test_every_paper_has_a_params_section_and_every_section_a_flow():
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_default_and_smoke_params_validate(slug):
-    flow = load_flow(slug)
     raw = read_params_file(ROOT / "params.yaml")
-    default, _ = resolve_params(flow, raw)
-    smoke, _ = resolve_params(flow, raw, smoke=True)
+    default, _ = resolve_params(slug, raw)
+    smoke, _ = resolve_params(slug, raw, smoke=True)
     assert smoke != default, "SMOKE must shrink the run"
+    flow = load_flow(slug)
+    assert flow.params_model is type(default), "the flow runs with the model of flows/<slug>/params.py"
 
 
-def test_dvc_summary_stage_reads_every_paper():
-    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    deps = set(dvc["stages"]["summary"]["deps"])
-    assert {f"results/{slug}/metrics.json" for slug in SLUGS} <= deps
+@pytest.mark.parametrize("slug", SLUGS)
+def test_no_flow_feeds_its_method_a_dumped_dict(slug):
+    """Params stay typed down to the method: no ``model_dump()`` and no string-keyed config in a paper's code."""
+    for path in (ROOT / "flows" / slug).glob("*.py"):
+        text = path.read_text()
+        assert "model_dump(" not in text, f"{path.name} dumps its params"
+        assert not re.search(r"\b(config|cfg)\[[\"']", text), f"{path.name} reads params by string key"
 
 
 def test_readme_holds_the_generated_papers_table():

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import params_for
 
 from flows.placefield_td import method
 
@@ -82,40 +83,39 @@ def test_critic_path_descends_the_td_loss_with_the_target_held_fixed():
 
 
 def test_environment_known_case():
-    cfg = method.Config()
+    goal_size = 0.05
     x, v = np.array([-0.75, 0.99, 0.0]), np.array([0.0, 0.05, 0.0])
     right = np.array([1, 1, 0])
-    x1, v1, r1 = method.env_step(x, v, right, 0.5, cfg)
+    x1, v1, r1 = method.env_step(x, v, right, 0.5, goal_size)
     np.testing.assert_allclose(v1, [0.02, 0.0, -0.02])          # v + 0.2 (-v + 0.1 dir); wall zeroes v
     np.testing.assert_allclose(x1, [-0.73, 0.99, -0.02])        # 0.99 + 0.06 > 1: the step is refused
     np.testing.assert_allclose(r1, np.exp(-0.5 * ((x1 - 0.5) / 0.05) ** 2))
-    x2, v2, _ = method.env_step(x1[:1], v1[:1], right[:1], 0.5, cfg)
+    x2, v2, _ = method.env_step(x1[:1], v1[:1], right[:1], 0.5, goal_size)
     assert v2[0] == pytest.approx(0.036) and x2[0] == pytest.approx(-0.694)
-    _, _, r_goal = method.env_step(np.array([0.5]), np.array([0.0]), np.array([0]), np.array([0.5 - 0.02]), cfg)
+    _, _, r_goal = method.env_step(np.array([0.5]), np.array([0.0]), np.array([0]), np.array([0.5 - 0.02]), goal_size)
     assert r_goal[0] == pytest.approx(1.0)                      # at the goal the reward is 1
 
 
 def test_minimal_latency_matches_brute_force_over_action_sequences():
-    cfg = method.Config(max_reward=1.5, start=0.0)
-    goal = 0.3
+    start, goal, goal_size, max_reward = 0.0, 0.3, 0.05, 1.5
     best = None
     for k in range(1, 12):
         for seq in itertools.product((0, 1), repeat=k):
-            x, v, tot = np.array([cfg.start]), np.array([0.0]), 0.0
+            x, v, tot = np.array([start]), np.array([0.0]), 0.0
             for step, a in enumerate(seq):
-                x, v, r = method.env_step(x, v, np.array([a]), goal, cfg)
+                x, v, r = method.env_step(x, v, np.array([a]), goal, goal_size)
                 tot += r[0]
-                if tot >= cfg.max_reward:
+                if tot >= max_reward:
                     best = step if best is None else min(best, step)
                     break
         if best is not None:
             break
-    assert method.minimal_latency(cfg, goal) == best
+    assert method.minimal_latency(start, goal, goal_size, max_reward) == best
 
 
 def _numpy_reference_run(cfg, cond, seed, n_steps):
     """The online loop written with the NumPy reference functions, same random streams."""
-    params = method.init_params(cfg, np.random.default_rng([seed, 0]))
+    params = method.init_params(cfg.n_fields, cfg.sigma0, cfg.alpha0, np.random.default_rng([seed, 0]))
     u = np.random.default_rng([seed, 1]).random(n_steps)
     normals = np.random.default_rng([seed, 2]).standard_normal((n_steps, 3, cfg.n_fields), dtype=np.float32)
     learn = 1.0 if cond.learn_fields else 0.0
@@ -125,7 +125,7 @@ def _numpy_reference_run(cfg, cond, seed, n_steps):
     for k in range(n_steps):
         pi = method.action_probs(params, x, cfg.beta)
         a = int((u[k] >= np.cumsum(pi)[:-1]).sum())
-        xn, vn, r = method.env_step(np.array([x]), np.array([v]), np.array([a]), cfg.goals[0], cfg)
+        xn, vn, r = method.env_step(np.array([x]), np.array([v]), np.array([a]), cfg.goals[0], cfg.goal_size)
         params, _ = method.td_update(params, x, xn[0], r[0], a, etas, cfg.gamma, cfg.beta)
         if cond.noise > 0:
             for j, key in enumerate(("lam", "sig", "alp")):
@@ -141,23 +141,23 @@ def _numpy_reference_run(cfg, cond, seed, n_steps):
                                   method.Condition("fixed", False)])
 def test_compiled_loop_matches_the_numpy_reference(cond):
     """Large field rates so the fields move; 300 steps cover several episodes and resets."""
-    cfg = method.Config(n_fields=16, t_max=40, eta_center=0.02, eta_width=0.02, eta_amp=0.02,
-                        eta_actor=0.2, eta_critic=0.2, episodes_per_goal=1000)
+    cfg = params_for("placefield_td", n_fields=16, t_max=40, eta_center=0.02, eta_width=0.02, eta_amp=0.02,
+                     eta_actor=0.2, eta_critic=0.2, episodes_per_goal=1000)
     n = 300
     ref, ref_lat = _numpy_reference_run(cfg, cond, 7, n)
-    params = method.init_params(cfg, np.random.default_rng([7, 0]))
+    params = method.init_params(cfg.n_fields, cfg.sigma0, cfg.alpha0, np.random.default_rng([7, 0]))
     u = np.random.default_rng([7, 1]).random(n)
     normals = (np.random.default_rng([7, 2]).standard_normal((n, 3, cfg.n_fields), dtype=np.float32)
                if cond.noise > 0 else np.zeros((0, 3, cfg.n_fields), dtype=np.float32))
     learn = 1.0 if cond.learn_fields else 0.0
     etas = np.array([cfg.eta_center * learn, cfg.eta_width * learn, cfg.eta_amp * learn, cfg.eta_actor, cfg.eta_critic])
-    consts = np.array([cfg.gamma, cfg.beta, cfg.tau_act, cfg.max_speed, cfg.env_size, cfg.goal_size,
+    consts = np.array([cfg.gamma, cfg.beta, method.TAU_ACT, method.MAX_SPEED, method.ENV_SIZE, cfg.goal_size,
                        cfg.max_reward, cfg.t_max, cfg.start, cond.noise, 0.0, 0.0])
     fstate = np.array([cfg.start, 0.0, 0.0, cfg.goals[0]])
     istate = np.zeros(2, dtype=np.int64)
     latency = np.zeros(2000, dtype=np.int64)
     steps = method._train_chunk(params["lam"], params["sig"], params["alp"], params["W_a"], params["w_c"],
-                                fstate, istate, etas, consts, cfg.directions, np.array(cfg.goals),
+                                fstate, istate, etas, consts, method.DIRECTIONS, np.array(cfg.goals),
                                 cfg.episodes_per_goal, 2000, u, normals, latency,
                                 np.zeros(0, dtype=np.int64), np.zeros((0, 3, cfg.n_fields)))
     assert steps == n and len(ref_lat) >= 3
@@ -165,7 +165,7 @@ def test_compiled_loop_matches_the_numpy_reference(cond):
     for key in ref:
         np.testing.assert_allclose(params[key], ref[key], rtol=1e-9, atol=1e-12)
     if not cond.learn_fields and cond.noise == 0:
-        init = method.init_params(cfg, np.random.default_rng([7, 0]))
+        init = method.init_params(cfg.n_fields, cfg.sigma0, cfg.alpha0, np.random.default_rng([7, 0]))
         for key in ("lam", "sig", "alp"):
             assert np.array_equal(params[key], init[key])        # fixed fields never move
 
@@ -177,13 +177,14 @@ def test_episodes_to_criterion_and_density():
     assert method.density_near(np.array([0.35, 0.41, 0.5, 0.6, 0.61]), 0.5, 0.1) == pytest.approx(3 / 5)
 
 
-CONFIG = {"n_fields": 32, "episodes_per_goal": 30, "goals": [0.5, -0.2], "drift_noise": 1e-4,
-          "criterion_window": 10, "criterion_latency": 25.0, "density_radius": 0.1, "late_fraction": 0.2,
-          "curve_bin": 10}
+SETTINGS = {"n_fields": 32, "episodes_per_goal": 30, "goals": [0.5, -0.2], "drift_noise": 1e-4,
+            "criterion_window": 10, "criterion_latency": 25.0, "density_radius": 0.1, "late_fraction": 0.2,
+            "curve_bin": 10}
+P = params_for("placefield_td", **SETTINGS)
 
 
 def test_run_seed_is_deterministic_by_seed():
-    a, b, c = method.run_seed(CONFIG, 3), method.run_seed(CONFIG, 3), method.run_seed(CONFIG, 4)
+    a, b, c = method.run_seed(P, 3), method.run_seed(P, 3), method.run_seed(P, 4)
     a.pop("timings"), b.pop("timings"), c.pop("timings")
     assert a == b
     assert a["conditions"]["learned"]["latency"] != c["conditions"]["learned"]["latency"]
@@ -191,6 +192,17 @@ def test_run_seed_is_deterministic_by_seed():
 
 def test_frozen_field_rates_make_learned_and_fixed_agents_identical():
     """Common random numbers: with zero field rates the 'learned' agent is the fixed one, step for step."""
-    out = method.run_seed({**CONFIG, "eta_center": 0.0, "eta_width": 0.0, "eta_amp": 0.0}, 5)
+    out = method.run_seed(params_for("placefield_td", **SETTINGS, eta_center=0.0, eta_width=0.0, eta_amp=0.0), 5)
     assert out["conditions"]["learned"]["latency"] == out["conditions"]["fixed"]["latency"]
     assert out["conditions"]["learned"]["fields"] == out["conditions"]["fixed"]["fields"]
+
+
+def test_params_reject_inconsistent_config():
+    from flows.placefield_td.params import SMOKE, Params
+
+    good = P.model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"criterion_window": 50, "episodes_per_goal": 40}, {"start": 0.5}, {"goals": [0.5]},
+                {"goals": [0.5, -0.2, 0.1]}, {"late_fraction": 0.6}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

@@ -9,9 +9,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import params_for
 from sklearn.tree import DecisionTreeClassifier
 
 from flows.pred_equiv_trees import method as m
+from flows.pred_equiv_trees.params import SMOKE, Params
 
 
 # ------------------------------------------------------------------ helpers (independent references)
@@ -354,15 +356,14 @@ def test_model_reliance_is_identical_for_equivalent_trees():
     assert out["gini"]["max_within_class_spread"] > 0.0         # structure-dependent
 
 
-CFG = {"planted_n": 300, "test_size": 0.3, "n_top_features": 6, "quantiles": [0.333333, 0.666667], "cart_depth": 3,
-           "n_random_inputs": 100, "rset_depth": 2, "rset_regularization": 0.02, "rset_epsilon": 0.03, "rset_max_trees": 30,
-           "missing_ps": [0.2], "missing_repeats": 2, "knn_repeats": 1, "knn_neighbors": 5, "rset_missing_p": 0.2, "cost_depth": 2,
-           "cost_low": 1, "cost_high": 9, "q_episodes": 200, "q_alpha": 0.1, "q_gamma": 0.9, "q_exploration": 0.5}
-
-
 def test_run_unit_is_deterministic_and_faithful():
-    a = m.run_unit(CFG, "planted_dnf", 3)
-    b = m.run_unit(CFG, "planted_dnf", 3)
+    p = params_for("pred_equiv_trees", planted_n=300, test_size=0.3, n_top_features=6, quantiles=[0.333333, 0.666667],
+                   cart_depth=3, n_random_inputs=100, rset_depth=2, rset_regularization=0.02, rset_epsilon=0.03,
+                   rset_max_trees=30, missing_ps=[0.2], missing_repeats=2, knn_repeats=1, knn_neighbors=5,
+                   rset_missing_p=0.2, cost_depth=2, cost_low=1, cost_high=9, q_episodes=200, q_alpha=0.1,
+                   q_gamma=0.9, q_exploration=0.5)
+    a = m.run_unit(p, "planted_dnf", 3)
+    b = m.run_unit(p, "planted_dnf", 3)
     def strip(r: dict) -> str:          # JSON text: NaN entries compare equal
         r = {k: v for k, v in r.items() if k != "timings"}
         r["cost"] = {k: v for k, v in r["cost"].items() if k != "q_seconds"}
@@ -371,3 +372,12 @@ def test_run_unit_is_deterministic_and_faithful():
     assert min(a["faithful"].values()) == 1.0
     assert a["rashomon"]["mismatched_pairs"] == 0
     assert a["cost"]["q_pred_agree"] == 1.0
+
+
+def test_params_reject_inconsistent_config():
+    good = params_for("pred_equiv_trees", smoke=False).model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"missing_ps": [0.1, 0.3]}, {"missing_ps": [0.2, 1.0]}, {"quantiles": [0.0, 0.5]},
+                {"cost_low": 5, "cost_high": 4}, {"knn_repeats": 30}, {"datasets": ["iris"]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

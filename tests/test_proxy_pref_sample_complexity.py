@@ -5,13 +5,15 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 
 from flows.proxy_pref_sample_complexity import method as M
+from flows.proxy_pref_sample_complexity.params import SMOKE, Params
 
-TINY = {"x_dim": 5, "latent_dim": 3, "n_responses": 3, "latent_scale": 1.5, "policy_scale": 5.0,
-        "theta_noise": 0.5, "h_noise": 0.2, "n_proxy": 300, "n_true_grid": [10, 35], "n_test": 200,
-        "hidden": 8, "lr": 0.02, "prior_precision": 1.0, "baseline_prior_grid": [10.0],
-        "proxy_steps": 30, "proxy_batch": 64, "true_steps": 20}
+TINY = params_for("proxy_pref_sample_complexity", x_dim=5, latent_dim=3, n_responses=3, latent_scale=1.5,
+                  policy_scale=5.0, theta_noise=0.5, h_noise=0.2, n_proxy=300, n_true_grid=[10, 35], n_test=200,
+                  hidden=8, lr=0.02, prior_precision=1.0, baseline_prior_grid=[10.0], proxy_steps=30,
+                  proxy_batch=64, true_steps=20)
 
 
 def world(seed=0, **kw):
@@ -218,3 +220,13 @@ def test_run_seed_is_deterministic_by_seed():
     assert methods == {("true_only", "none"), ("true_only_prior_10", "none")} | {
         (m, s) for m in ("two_stage", "full_finetune", "proxy_only") for s in M.SETTINGS}
     assert all(np.isfinite(r["kl"]) and r["kl"] >= 0 and 0 <= r["agreement"] <= 1 for r in a["rows"])
+
+
+# ---------------------------------------------------------------------------- params
+def test_params_reject_inconsistent_config():
+    good = {**TINY.model_dump(), **SMOKE}
+    Params.model_validate(good)
+    for bad in ({"n_true_grid": [10, 35, 35]}, {"baseline_prior_grid": [10.0, 10.0]}, {"n_ref": 20},
+                {"n_responses": 2}, {"n_true_grid": [1, 35]}, {"baseline_prior_grid": [-1.0]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

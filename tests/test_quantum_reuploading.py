@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 from scipy.linalg import expm
 
 from flows.quantum_reuploading import method as m
@@ -198,21 +199,24 @@ def test_synthetic_data_follows_the_official_rule():
 
 
 def test_digits_split_is_standardised_and_disjoint():
-    cfg = {"digits_classes": [3, 8], "digits_train_frac": 0.5}
-    d = m.digits_split(0, 12, cfg)
+    d = m.digits_split(0, 12, (3, 8), 0.5)
     assert d["x_train"].shape[1] == 12 and len(d["x_train"]) + len(d["x_test"]) == 357
     assert np.allclose(d["x_train"].mean(0), 0, atol=1e-10) and np.allclose(d["x_train"].std(0), 1, atol=1e-10)
     assert set(np.unique(d["y_train"])) == {0.0, 1.0}
 
 
-TINY = {"synthetic_dims": [6, 12], "narrow_qubits": 2, "repetitions": [1, 2], "wide_dims": [6], "width_dim": 12,
-        "width_qubits": [2, 4], "digits_dims": [6], "digits_classes": [3, 8], "digits_train_frac": 0.5,
-        "n_train": 40, "n_test": 60, "margin_sd": 1.62, "d2_samples": 40, "steps": 8, "lr": 0.05, "init_std": 1.0}
+def tiny_params():
+    """A small valid grid: three synthetic D (the fewest Params accepts), 50 diagnostic inputs (its minimum)."""
+    return params_for("quantum_reuploading", synthetic_dims=[6, 12, 24], narrow_qubits=2, repetitions=[1, 2],
+                      wide_dims=[6], width_dim=12, width_qubits=[2, 4], digits_dims=[6, 12], digits_classes=[3, 8],
+                      digits_train_frac=0.5, n_train=40, n_test=60, margin_sd=1.62, d2_samples=50, steps=8, lr=0.05,
+                      init_std=1.0)
 
 
 def test_training_lowers_the_loss_and_is_deterministic_by_seed():
     job = {"dataset": "synthetic", "D": 12, "N": 2, "L": 2, "R": 1}
-    a, b, c = m.run_job(TINY, 0, job), m.run_job(TINY, 0, job), m.run_job(TINY, 1, job)
+    p = tiny_params()
+    a, b, c = m.run_job(p, 0, job), m.run_job(p, 0, job), m.run_job(p, 1, job)
     strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
@@ -221,7 +225,7 @@ def test_training_lowers_the_loss_and_is_deterministic_by_seed():
 
 
 def test_job_grid():
-    jobs = m.build_jobs(TINY)
+    jobs = m.build_jobs(tiny_params())
     keys = {(j["dataset"], j["D"], j["N"], j["L"], j["R"]) for j in jobs}
     assert len(keys) == len(jobs)
     assert ("synthetic", 12, 4, 1, 1) in keys and ("synthetic", 12, 2, 2, 2) in keys and ("digits", 6, 2, 1, 1) in keys
@@ -236,3 +240,15 @@ def test_adam_first_step_and_quadratic():
     for _ in range(2000):
         x = x - adam.step(2 * (x - 3))
     assert abs(float(x) - 3) < 1e-2
+
+
+def test_params_reject_inconsistent_config():
+    from flows.quantum_reuploading.params import Params
+
+    good = tiny_params().model_dump()
+    Params.model_validate(good)
+    for bad in ({"synthetic_dims": [6, 12, 12]}, {"synthetic_dims": [6, 12]}, {"repetitions": [2, 3]},
+                {"width_dim": 18}, {"width_qubits": [2]}, {"digits_dims": [6, 9]},
+                {"synthetic_dims": [24, 48, 96], "width_dim": 24, "width_qubits": [2, 8]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

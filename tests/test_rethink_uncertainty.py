@@ -5,14 +5,21 @@ import math
 
 import numpy as np
 import pytest
+from conftest import params_for
 from scipy import integrate, stats
 
 from flows.rethink_uncertainty import method as M
+from flows.rethink_uncertainty.params import SMOKE, Params
 
-EST_CONFIG = {"n_examples": [1, 10, 100], "p_true": 0.5, "mu_true": 1.0, "sigma_true": 1.0,
-              "beta_prior": [5.0, 5.0], "normal_gamma_prior": [1.0, 5.0, 1.0, 0.0], "mc_samples": 5}
-AL_CONFIG = {"al_test_size": 0.3, "al_init_labels": 20, "al_members": 3, "al_hidden": [16], "al_lr": 0.01,
-             "al_weight_decay": 1e-4, "al_steps": 20, "al_rounds": 2, "al_batch": 5}
+
+def est_params():
+    return params_for("rethink_uncertainty", n_examples=[1, 10, 100], p_true=0.5, mu_true=1.0, sigma_true=1.0,
+                      beta_prior=[5.0, 5.0], normal_gamma_prior=[1.0, 5.0, 1.0, 0.0], mc_samples=5)
+
+
+def al_params():
+    return params_for("rethink_uncertainty", al_test_size=0.3, al_init_labels=20, al_members=3, al_hidden=[16],
+                      al_lr=0.01, al_weight_decay=1e-4, al_steps=20, al_rounds=2, al_batch=5)
 
 
 # ------------------------------------------------------------------ information-theoretic estimates
@@ -179,10 +186,11 @@ def test_official_code_variants_reproduce_the_published_figure_at_n1():
 
 
 def test_estimation_seed_is_deterministic_and_complete():
-    r1, r2 = M.run_estimation_seed(EST_CONFIG, 3), M.run_estimation_seed(EST_CONFIG, 3)
+    p = est_params()
+    r1, r2 = M.run_estimation_seed(p, 3), M.run_estimation_seed(p, 3)
     assert r1 == r2
-    assert M.run_estimation_seed(EST_CONFIG, 4) != r1
-    assert len(r1["rows"]) == 2 * len(EST_CONFIG["n_examples"])
+    assert M.run_estimation_seed(p, 4) != r1
+    assert len(r1["rows"]) == 2 * len(p.n_examples)
     for r in r1["rows"]:
         assert r["eps_z"] == pytest.approx((r["expected_entropy"] - r["data_entropy"]) ** 2)
         assert r["pred_entropy"] == pytest.approx(r["expected_entropy"] + r["bald"], abs=1e-12)
@@ -217,8 +225,28 @@ def test_acquisition_scores_rank_by_the_right_quantity():
 
 def test_active_learning_is_deterministic_and_acquires_distinct_points():
     X, y = _toy_digits()
-    out = [M.run_al_seed(X, y, AL_CONFIG, 0, "bald")["rows"] for _ in range(2)]
+    p = al_params()
+    out = [M.run_al_seed(p, 0, "bald", (X, y))["rows"] for _ in range(2)]
     assert out[0] == out[1]
     assert [r["n_labels"] for r in out[0]] == [20, 25, 30]
-    rand = M.run_al_seed(X, y, AL_CONFIG, 0, "random")["rows"]
+    rand = M.run_al_seed(p, 0, "random", (X, y))["rows"]
     assert rand[0]["test_acc"] == out[0][0]["test_acc"]     # paired: same initial set and initialisation
+
+
+def test_active_learning_reads_digits_from_parquet(tmp_path):
+    """The flow passes the path of the Parquet file written by save_bundled: same runs as the arrays."""
+    from tasks.data import load_bundled, save_bundled
+
+    path = str(save_bundled("digits", tmp_path / "digits.parquet"))
+    X, y = load_bundled("digits")
+    p = params_for("rethink_uncertainty", al_rounds=1, al_members=2, al_hidden=[8], al_steps=3, al_batch=5)
+    assert M.run_al_seed(p, 0, "bald", path)["rows"] == M.run_al_seed(p, 0, "bald", (X.to_numpy(np.float32), y.to_numpy()))["rows"]
+
+
+def test_params_reject_inconsistent_config():
+    good = params_for("rethink_uncertainty", smoke=False).model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"n_examples": [1, 100, 10]}, {"n_examples": [1, 10, 10]}, {"n_examples": [2, 10, 100]},
+                {"seeds": 3, "al_seeds": 5}, {"beta_prior": [0.0, 5.0]}, {"normal_gamma_prior": [1.0, 5.0, 0.0, 0.0]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

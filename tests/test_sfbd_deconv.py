@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 
 from flows.sfbd_deconv import method
 from tasks import diffusion
@@ -89,7 +90,7 @@ def test_clip_bounds_the_denoised_digits():
 
 
 def test_split_is_nested_disjoint_and_noised_once():
-    cfg = {"toy_name": "moons", "toy_n_train": 1000, "toy_n_test": 200, "toy_sigma_zeta": 0.5}
+    cfg = params_for("sfbd_deconv", toy_name="moons", toy_n_train=1000, toy_n_test=200, toy_sigma_zeta=0.5)
     data = method.toy_dataset(cfg, seed=7)
     assert data["train"].shape == (1000, 2) and data["test"].shape == (200, 2)
     assert sorted(data["order"].tolist()) == list(range(1000))
@@ -106,19 +107,19 @@ def test_split_is_nested_disjoint_and_noised_once():
 
 
 def test_digits_features_separate_classes():
-    data = method.digits_dataset({"digits_n_test": 300, "digits_sigma_zeta": 0.3}, seed=0)
+    data = method.digits_dataset(params_for("sfbd_deconv", digits_n_test=300, digits_sigma_zeta=0.3), seed=0)
     features, accuracy = method.digits_feature_extractor(data["train"], data["train_labels"], [64, 32], 15, seed=0)
     assert features(data["test"]).shape == (300, 32)
     assert accuracy > 0.95
 
 
-TINY = {"toy_name": "moons", "toy_n_train": 300, "toy_n_test": 100, "toy_sigma_zeta": 0.5, "toy_sigma_data": 1.0,
-        "toy_width": 16, "toy_depth": 2, "toy_base_steps": 10, "toy_finetune_steps": 3, "toy_n_generate": 100,
-        "digits_n_test": 200, "digits_sigma_zeta": 0.3, "digits_sigma_data": 0.5, "digits_width": 16,
-        "digits_depth": 2, "digits_base_steps": 10, "digits_finetune_steps": 3, "digits_n_generate": 100,
-        "clean_fraction_low": 0.04, "clean_fraction_high": 0.10, "rounds": 2, "denoise_steps": 18,
-        "sample_steps": 6, "embedding_dim": 8, "batch_size": 32, "lr": 1e-3, "mmd_points": 50,
-        "sw_projections": 8, "classifier_hidden": [16], "classifier_epochs": 1, "n_shown": 10}
+TINY = params_for("sfbd_deconv", toy_name="moons", toy_n_train=300, toy_n_test=100, toy_sigma_zeta=0.5,
+                  toy_sigma_data=1.0, toy_width=16, toy_depth=2, toy_base_steps=10, toy_finetune_steps=3,
+                  toy_n_generate=100, digits_n_test=200, digits_sigma_zeta=0.3, digits_sigma_data=0.5,
+                  digits_width=16, digits_depth=2, digits_base_steps=10, digits_finetune_steps=3,
+                  digits_n_generate=100, clean_fraction_low=0.04, clean_fraction_high=0.10, rounds=2,
+                  denoise_steps=18, sample_steps=6, embedding_dim=8, batch_size=32, lr=1e-3, mmd_points=50,
+                  sw_projections=8, classifier_hidden=[16], classifier_epochs=1, n_shown=10)
 
 
 @pytest.mark.parametrize("kind", ["toy", "digits"])
@@ -133,7 +134,8 @@ def test_run_is_deterministic_by_seed_and_covers_every_method_and_round(kind):
         assert {(name, k) for k in range(3)} <= seen
     assert {("oracle", 0), ("noisy_naive", 0), ("clean_only_low", 0), ("clean_only_high", 0)} <= seen
     assert all(np.isfinite(r["value"]) for r in first["rows"])
-    assert first["denoise_grid"][0] == TINY[f"{kind}_sigma_zeta"] and first["denoise_grid"][-1] == 0.0
+    sigma_zeta = TINY.toy_sigma_zeta if kind == "toy" else TINY.digits_sigma_zeta
+    assert first["denoise_grid"][0] == sigma_zeta and first["denoise_grid"][-1] == 0.0
 
 
 def test_sfbd_trains_each_round_on_the_denoised_set():
@@ -142,7 +144,17 @@ def test_sfbd_trains_each_round_on_the_denoised_set():
     before = [p.detach().clone() for p in denoiser.parameters()]
     seen = []
     method.sfbd(denoiser, noisy, rounds=3, sigmas=method.truncated_sigmas(0.5, 18), finetune_steps=2,
-                cfg={"batch_size": 16, "lr": 1e-3}, seed=0,
+                batch_size=16, lr=1e-3, seed=0,
                 on_round=lambda k, model, denoised: seen.append((k, denoised.shape)))
     assert seen == [(1, (64, 2)), (2, (64, 2)), (3, (64, 2))]
     assert any(not torch.equal(a, b) for a, b in zip(before, denoiser.parameters()))
+
+
+def test_params_reject_inconsistent_config():
+    from flows.sfbd_deconv.params import SMOKE
+
+    assert params_for("sfbd_deconv").rounds == SMOKE["rounds"]
+    for bad in ({"clean_fraction_low": 0.1, "clean_fraction_high": 0.04}, {"clean_fraction_high": 0.04},
+                {"embedding_dim": 7}, {"toy_name": "spiral"}):
+        with pytest.raises(ValueError):
+            params_for("sfbd_deconv", **bad)

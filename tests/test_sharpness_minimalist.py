@@ -5,6 +5,7 @@ and determinism by seed."""
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 
 from flows.sharpness_minimalist import method
 
@@ -204,12 +205,26 @@ def digits_path(tmp_path_factory):
 
 
 def test_run_seed_is_deterministic_by_seed(digits_path):
-    a = method.run_seed(TINY, 3, digits_path)
-    b = method.run_seed(TINY, 3, digits_path)
-    c = method.run_seed(TINY, 4, digits_path)
+    p = params_for("sharpness_minimalist", **TINY)
+    a = method.run_seed(p, 3, digits_path)
+    b = method.run_seed(p, 3, digits_path)
+    c = method.run_seed(p, 4, digits_path)
     for r in (a, b, c):
         r.pop("timings")
     assert a == b
     assert a["runs"] != c["runs"] and a["mlp"] != c["mlp"]
     groups = [r["group"] for r in a["runs"]]
     assert groups.count("diff") == 3 and groups.count("depth") == 3 and groups.count("sgd") == 3
+
+
+def test_params_reject_inconsistent_config():
+    from flows.sharpness_minimalist.params import SMOKE, Params
+
+    good = {"seeds": 1, **TINY}
+    Params.model_validate(good)
+    Params.model_validate({**good, **SMOKE, "n": 40})
+    for bad in ({"depths": [2, 3, 3]}, {"noise_levels": [0.0, 0.1, 0.1]}, {"mlp_classes": [3, 3]},
+                {"depth_main": 5}, {"eos_step_ratios": [0.6, 0.9]}, {"sgd_batch_sizes": [2, 4]},
+                {"sgd_batch_sizes": [1, 12]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

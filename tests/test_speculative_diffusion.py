@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import params_for
 from scipy import stats as sps
 
 from flows.speculative_diffusion import method
@@ -155,3 +156,18 @@ def test_banana_gradient_and_speculative_langevin():
                                                                     dtype=torch.float64), 4, torch_generator(4))
     assert _energy_p(spec, plain) > 0.01
     assert float(st.nfe.double().mean()) < 0.7 * nfe
+
+
+def test_params_match_the_toolkit_and_reject_inconsistent_config():
+    from typing import get_args
+
+    from flows.speculative_diffusion.params import TOY_2D, Dataset
+    from tasks.data import TOY_2D_NAMES
+
+    assert TOY_2D == TOY_2D_NAMES and set(get_args(Dataset)) == {*TOY_2D_NAMES, "digits"}
+    params_for("speculative_diffusion", datasets=["moons", "digits"], lookaheads=[1, 3])
+    for bad in ({"datasets": ["digits"]}, {"datasets": ["spiral"]}, {"datasets": ["moons", "moons"]},
+                {"lookaheads": [4, 2]}, {"lookaheads": [2, 2]}, {"lookaheads": [0, 2]},
+                {"langevin_targets": ["rosenbrock"]}):
+        with pytest.raises(ValueError):
+            params_for("speculative_diffusion", **bad)

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from tasks import stats
@@ -49,7 +50,7 @@ def test_geometric_mean_and_spearman():
 
 def test_ratio_of_means_and_its_interval():
     num, den = np.array([2.0, 4.0, 6.0]), np.array([1.0, 2.0, 3.0])
-    assert stats.ratio_of_means(num, den) == {"mean": 2.0, "ci_low": 2.0, "ci_high": 2.0}
+    assert stats.ratio_of_means(num, den) == {"ratio": 2.0, "ci_low": 2.0, "ci_high": 2.0}
     rng = np.random.default_rng(1)
     noisy = stats.ratio_of_means(rng.normal(10, 1, 30), rng.normal(5, 1, 30))
     assert noisy["ci_low"] < 2.0 < noisy["ci_high"]
@@ -62,8 +63,12 @@ def test_loglog_slope_ci_matches_polyfit_on_each_resample():
     rng = np.random.default_rng(2)
     y = np.outer(x**0.5, np.ones(6)) * rng.uniform(0.8, 1.2, size=(3, 6))
     out = stats.loglog_slope_ci(x, y)
-    assert out["mean"] == pytest.approx(stats.loglog_slope(x, y.mean(axis=1)))
-    assert out["ci_low"] < out["mean"] < out["ci_high"] and 0.3 < out["ci_low"] and out["ci_high"] < 0.7
+    assert out["slope"] == pytest.approx(stats.loglog_slope(x, y.mean(axis=1)))
+    assert out["ci_low"] < out["slope"] < out["ci_high"] and 0.3 < out["ci_low"] and out["ci_high"] < 0.7
+    # the vectorised resampling equals polyfit on each resample of seeds
+    idx = np.random.default_rng(0).integers(0, 6, size=(2000, 6))
+    by_polyfit = [stats.loglog_slope(x, y[:, i].mean(axis=1)) for i in idx]
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx(tuple(np.quantile(by_polyfit, [0.025, 0.975])))
     exact = stats.loglog_slope_ci(x, np.outer(x**2, np.ones(4)))
     assert exact["ci_low"] == pytest.approx(2.0) and exact["ci_high"] == pytest.approx(2.0)
 
@@ -80,3 +85,26 @@ def test_median_ratio_handles_censoring_and_brackets_the_ratio():
 def test_median_ci():
     out = stats.median_ci([1.0, 2.0, 3.0, 4.0, 100.0])
     assert out["median"] == 3.0 and out["ci_low"] <= 3.0 <= out["ci_high"] and out["ci_high"] <= 100.0
+
+
+def test_every_interval_comes_from_one_bootstrap_with_the_same_resamples():
+    """The same seeds give the same resample indices whatever the statistic: a mean interval over
+    ``a / b`` pairs and the ratio-of-means interval use identical rows of resampled seeds."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(10, 2, 8), rng.normal(5, 1, 8)
+    idx = np.random.default_rng(0).integers(0, 8, size=(4000, 8))
+    ratio = stats.ratio_of_means(a, b)
+    expected = np.quantile(a[idx].mean(1) / b[idx].mean(1), [0.025, 0.975])
+    assert (ratio["ci_low"], ratio["ci_high"]) == pytest.approx(tuple(expected), rel=1e-12)
+    median = stats.median_ci(a)
+    assert (median["ci_low"], median["ci_high"]) == pytest.approx(tuple(np.quantile(np.median(a[idx], axis=1), [0.025, 0.975])), rel=1e-12)
+
+
+def test_summarize_by_nests_one_level_per_column_and_keeps_row_order():
+    frame = pd.DataFrame({"method": ["x", "x", "x", "y", "y", "y"], "k": [1, 2, 1, 1, 2, 1],
+                          "acc": [0.1, 0.5, 0.3, 0.9, 0.7, 0.8], "loss": [3.0, 2.0, 1.0, 0.5, 0.4, 0.3]})
+    one = stats.summarize_by(frame, "method", "acc")
+    assert set(one) == {"x", "y"} and one["x"] == stats.summarize([0.1, 0.5, 0.3])
+    two = stats.summarize_by(frame, ["method", "k"], ["acc", "loss"])
+    assert two["y"]["1"]["loss"] == stats.summarize([0.5, 0.3])
+    assert two["x"]["2"]["acc"]["n"] == 1 and set(two["x"]) == {"1", "2"}

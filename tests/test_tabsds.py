@@ -6,6 +6,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import params_for
 
 from flows.tabsds import method as M
 
@@ -149,3 +150,14 @@ def test_same_seed_same_table_different_seed_different():
     d1 = M.tabddpm(frame.iloc[:120], spec, 50, 0, steps=5, timesteps=5)
     d2 = M.tabddpm(frame.iloc[:120], spec, 50, 0, steps=5, timesteps=5)
     pd.testing.assert_frame_equal(d1, d2)
+
+
+def test_params_reject_inconsistent_config():
+    from flows.tabsds.params import SMOKE, Params
+
+    good = params_for("tabsds").model_dump()
+    Params.model_validate({**params_for("tabsds", smoke=False).model_dump(), **SMOKE})
+    for bad in ({"claim_n_levels": 10}, {"baseline_seeds": 2}, {"datasets": ["wine", "wine"]},
+                {"baselines": ["arf", "arf"]}, {"n_levels": [30, 30]}, {"datasets": ["iris"]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

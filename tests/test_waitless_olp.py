@@ -5,13 +5,14 @@ import math
 
 import numpy as np
 import pytest
+from conftest import params_for
 from scipy.optimize import linprog
 
 from flows.waitless_olp import method as M
 
-CONFIG = {"horizons": [120, 300], "m": 3, "instance": "uniform", "a_high": 2.0, "r_high": 2.0,
-          "f_exponents": [0.5, 2 / 3], "eta_scale": 1.0, "fo_mode": "ends", "eta_schedule": "official",
-          "fo_rate": "fixed", "lag": 0, "timing_T": 60}
+P = params_for("waitless_olp", horizons=[120, 300], m=3, instance="uniform", a_high=2.0, r_high=2.0,
+               f_exponents=[0.5, 2 / 3], eta_scale=1.0, fo_mode="ends", eta_schedule="official",
+               fo_rate="fixed", lag=0, timing_T=60)
 
 
 def all_policies(inst: M.Instance) -> dict[str, M.PolicyRun]:
@@ -187,19 +188,30 @@ def test_instances_follow_the_declared_distributions():
 
 
 def test_determinism_by_seed():
-    first, second = M.run_seed(CONFIG, 3), M.run_seed(CONFIG, 3)
+    first, second = M.run_seed(P, 3), M.run_seed(P, 3)
     strip = lambda out: [{k: v for k, v in row.items() if k != "seconds"} for row in out["rows"]]  # noqa: E731
     assert strip(first) == strip(second)
-    assert strip(first) != strip(M.run_seed(CONFIG, 4))
+    assert strip(first) != strip(M.run_seed(P, 4))
     inst_a, inst_b = M.make_instance(50, 2, 9), M.make_instance(50, 2, 9)
     assert np.array_equal(inst_a.A, inst_b.A) and np.array_equal(inst_a.r, inst_b.r)
 
 
 def test_run_seed_rows_and_timing_record():
-    out = M.run_seed(CONFIG, 0)
+    out = M.run_seed(P, 0)
     policies = {row["policy"] for row in out["rows"]}
     assert policies == {"first_order", "waitless_sqrtT", "waitless_between_sqrtT", "waitless_T0p67"}
     assert all(row["regret"] >= -1e-7 for row in out["rows"])
-    timing = M.run_timing(CONFIG, 0)
+    timing = M.run_timing(P, 0)
     assert timing["f"] == 8 and timing["lp_every_step"]["n_lp"] == 59 and timing["waitless"]["n_lp"] == 7
     assert timing["lp_every_step"]["seconds"] > 0 and timing["waitless"]["seconds"] > 0
+
+
+def test_params_reject_inconsistent_config():
+    from flows.waitless_olp.params import SMOKE, Params
+
+    good = P.model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"horizons": [200, 200]}, {"horizons": [200]}, {"timing_instances": 2, "seeds": 1},
+                {"instance": "gaussian"}, {"fo_mode": "always"}, {"f_exponents": [1.0]}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

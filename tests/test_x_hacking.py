@@ -3,14 +3,16 @@ the redundancy measure on known cases, the speed-up statistic, and determinism o
 
 import numpy as np
 import pytest
+from conftest import params_for
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
 from flows.x_hacking import method as m
 
-CONFIG = dict(n_targets=2, n_trials=10, tpe_startup_trials=4, share_factor=0.5, test_size=0.2, val_fraction=0.25,
-              shap_rows=100, baseline_trees=20, rf_max_trees=10, gb_max_trees=15, allow_drop_target=False,
-              synth_n_samples=300, redundancy_trees=30)
+SETTINGS = dict(n_targets=2, n_trials=10, tpe_startup_trials=4, share_factor=0.5, test_size=0.2, val_fraction=0.25,
+                shap_rows=100, baseline_trees=20, rf_max_trees=10, gb_max_trees=15, allow_drop_target=False,
+                synth_n_samples=300, redundancy_trees=30)
+P = params_for("x_hacking", **SETTINGS)
 
 
 def test_linear_shap_matches_hand_formula():
@@ -109,22 +111,22 @@ def test_speedup_summary_on_a_hand_made_case():
 
 
 def test_search_is_deterministic_and_same_params_give_same_metrics():
-    X, y, _ = m.load_problem("wine", 0, CONFIG)
-    split = m.make_split(X, y, 0, CONFIG["test_size"], CONFIG["val_fraction"], CONFIG["shap_rows"])
-    args = dict(split=split, target=3, acc0=0.95, s0=0.3, seed=0, sampler_seed=m.sub_seed(0, "wine", 1), config=CONFIG)
+    X, y, _ = m.load_problem("wine", 0, P.synth_n_samples)
+    split = m.make_split(X, y, 0, P.test_size, P.val_fraction, P.shap_rows)
+    args = dict(split=split, target=3, acc0=0.95, s0=0.3, seed=0, sampler_seed=m.sub_seed(0, "wine", 1), p=P)
     bo_1, bo_2 = m.run_search("bo", **args), m.run_search("bo", **args)
     assert bo_1 == bo_2
     # Same sampler seed: TPE's random startup trials are random sampling's first trials, and the
     # same pipeline gives the same metrics whichever searcher proposed it.
     rnd = m.run_search("random", **args)
-    k = CONFIG["tpe_startup_trials"]
+    k = P.tpe_startup_trials
     assert rnd[:k] == bo_1[:k]
-    assert len(bo_1) == CONFIG["n_trials"]
+    assert len(bo_1) == P.n_trials
     assert all(0.0 <= r["share"] <= 1.0 for r in bo_1)
 
 
 def test_run_unit_shapes_and_censoring():
-    out = m.run_unit({**CONFIG, "n_trials": 4, "n_targets": 1}, "synth_r4", seed=0)
+    out = m.run_unit(params_for("x_hacking", **{**SETTINGS, "n_trials": 4, "n_targets": 1}), "synth_r4", seed=0)
     assert [r["searcher"] for r in out["runs"]] == ["bo"]       # synthetic: BO only
     run = out["runs"][0]
     assert 1 <= run["trials_to_success"] <= 5
@@ -137,7 +139,7 @@ def test_liblinear_fits_in_concurrent_threads_match_serial_fits():
     lock in ``method.fit`` concurrent L1 fits interleave their draws and differ from serial ones."""
     from concurrent.futures import ThreadPoolExecutor
 
-    X, y, _ = m.load_problem("breast_cancer", 0, CONFIG)
+    X, y, _ = m.load_problem("breast_cancer", 0, P.synth_n_samples)
     X, y = X[:250], y[:250]
 
     def coef(seed: int) -> list[float]:
@@ -146,3 +148,14 @@ def test_liblinear_fits_in_concurrent_threads_match_serial_fits():
     serial = [coef(s) for s in range(6)]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(coef, range(6))) == serial
+
+
+def test_params_reject_inconsistent_config():
+    from flows.x_hacking.params import SMOKE, Params
+
+    good = P.model_dump()
+    Params.model_validate({**good, **SMOKE})
+    for bad in ({"datasets": ["wine", "wine"]}, {"datasets": ["iris"]}, {"synth_n_redundant": [9]},
+                {"synth_n_redundant": [-1]}, {"synth_seeds": 2, "seeds": 1}):
+        with pytest.raises(ValueError):
+            Params.model_validate({**good, **bad})

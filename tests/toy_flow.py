@@ -6,8 +6,9 @@ import pandas as pd
 from pydantic import Field
 
 from tasks import stats
+from tasks.contract import Claim, Paper, PaperParams, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.paper import over_seeds, paper_flow
 
 TOY = Paper(
     slug="toy", title="Toy paper", method="Mean", paper_class="A", source="tests", official_code=None,
@@ -26,14 +27,13 @@ class ToyParams(PaperParams):
     n: int = Field(ge=1)
 
 
-@paper_task
-def draw_mean(loc: float, n: int, seed: int) -> float:
-    return float(np.random.default_rng(seed).normal(loc, 1.0, size=n).mean())
+def draw_mean(p: "ToyParams", seed: int) -> float:
+    return float(np.random.default_rng(seed).normal(p.loc, 1.0, size=p.n).mean())
 
 
 @paper_flow(TOY, ToyParams, smoke={"n": 10})
 def toy_flow(params: ToyParams, ctx: RunContext) -> RunOutput:
-    means = draw_mean.map(params.loc, params.n, ctx.seeds).result()
+    means = over_seeds(draw_mean, ctx.seeds, p=params)
     save_parquet(pd.DataFrame({"seed": ctx.seeds, "mean": means}), ctx.data_dir / "means.parquet")
     figure, axis = plt.subplots()
     axis.plot(ctx.seeds, means)

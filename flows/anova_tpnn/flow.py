@@ -3,27 +3,15 @@ against NA2M, NB2M and the no-constraint ablation; recovery of known components;
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Literal
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.anova_tpnn import method
+from flows.anova_tpnn.params import SMOKE, Params
 from tasks import stats
-from tasks.data import save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.paper import paper_flow, run_mapped, run_task
 
 BASELINES = ("na2m", "nb2m", "ebm")          # the accuracy claim's "best baseline" is taken over these
 LABELS = {"tpnn": "ANOVA-TPNN", "tpnn_noconstraint": "TPNN, r = -1 (ablation)", "na2m": "NA2M", "nb2m": "NB2M",
@@ -96,72 +84,11 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    datasets: list[Literal["synthetic", "diabetes", "breast_cancer"]] = Field(min_length=1, description="tables")
-    models: list[Literal["tpnn", "tpnn_noconstraint", "na2m", "nb2m", "ebm"]] = Field(min_length=1)
-    synth_n: int = Field(ge=50, description="rows of the synthetic set (plan: 2000)")
-    synth_d: int = Field(ge=4, le=20, description="features of the synthetic set (4 carry signal)")
-    synth_rho: float = Field(ge=0, lt=1, description="latent equicorrelation of the Gaussian copula")
-    synth_noise: float = Field(ge=0, description="noise sd of the synthetic target")
-    bc_top_features: int = Field(ge=2, le=30, description="breast_cancer features kept (mutual information)")
-    test_frac: float = Field(gt=0, lt=0.5, description="fixed test fraction")
-    eval_rows: int = Field(ge=20, description="rows at which components are compared across runs")
-    n_basis: int = Field(ge=1, description="K, basis functions per component (paper: 10)")
-    id_eps: float = Field(ge=0, description="guard in the sum-to-zero constant (official: 1e-3)")
-    epochs: int = Field(ge=1, description="full-batch Adam epochs of every neural model")
-    lr: float = Field(gt=0, description="Adam learning rate (official notebook: 0.01)")
-    eval_every: int = Field(ge=1, description="validation check / checkpoint every this many epochs")
-    nam_hidden: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="NA2M MLP widths")
-    nbm_hidden: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="NB2M basis-MLP widths")
-    nbm_bases: int = Field(ge=1, description="NB2M bases per order")
-    ebm_interactions: int = Field(ge=0, description="EBM pairwise terms")
-    ebm_outer_bags: int = Field(ge=1, description="EBM outer bags")
-    ebm_interaction_bins: int = Field(ge=4, description="EBM bins per feature in pair terms (interpret default 64)")
-    ebm_runs: int = Field(ge=0, description="EBM is fitted on the first this many runs only")
-    centring_probes: int = Field(ge=1, description="probe values per argument in the sum-to-zero check")
-    n_boot: int = Field(ge=100, description="bootstrap resamples of the runs for the stability intervals")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if len(set(self.datasets)) != len(self.datasets) or len(set(self.models)) != len(self.models):
-            raise ValueError("datasets and models must be distinct")
-        if "tpnn" not in self.models:
-            raise ValueError("models must include tpnn")
-        if self.seeds < 2:
-            raise ValueError("stability across runs needs seeds >= 2")
-        if self.ebm_runs > self.seeds:
-            raise ValueError("ebm_runs cannot exceed seeds")
-        return self
-
-
-SMOKE = {"seeds": 2, "datasets": ["synthetic"], "synth_n": 300, "eval_rows": 150, "epochs": 20, "eval_every": 10,
-         "ebm_runs": 1, "ebm_interactions": 2, "centring_probes": 4, "n_boot": 200}
-
-
-@paper_task
-def prepare_data(config: dict, data_dir: str) -> list[str]:
-    """Each table as used (quantile-transformed features, target, fixed split) -> data/anova_tpnn/<name>.parquet."""
-    paths = []
-    for name in config["datasets"]:
-        ds = method.cached_dataset(name, config)
-        frame = pd.DataFrame(ds.Z, columns=ds.feature_names).assign(
-            target=ds.y, split=np.where(np.isin(np.arange(len(ds.y)), ds.test), "test", "pool"),
-            eval_row=np.isin(np.arange(len(ds.y)), ds.eval_rows))
-        paths.append(str(save_parquet(frame, Path(data_dir) / f"{name}.parquet")))
-    return paths
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int, with_ebm: bool) -> dict:
-    return method.run_seed(config, seed, with_ebm)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def anova_tpnn_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    prepare_data(config, str(ctx.data_dir))
+    run_task(method.save_datasets, p=params, data_dir=str(ctx.data_dir))
     with_ebm = [i < params.ebm_runs for i in range(len(ctx.seeds))]
-    results = run_one_seed.map(unmapped(config), ctx.seeds, with_ebm).result()
+    results = run_mapped(method.run_seed, {"seed": ctx.seeds, "with_ebm": with_ebm}, p=params)
     metrics, tables = aggregate(params, ctx, results)
     figure = _figure(params, results, tables)
     return RunOutput(metrics=metrics, tables=tables, figure=figure, setup=_setup(params, ctx),
@@ -176,7 +103,6 @@ def _est(results: list[dict], dataset: str, model: str) -> tuple[np.ndarray, lis
 
 def aggregate(params: Params, ctx: RunContext, results: list[dict]) -> tuple[dict, dict[str, pd.DataFrame]]:
     R = len(results)
-    config = params.model_dump()
     models = list(params.models)
     neural = [m for m in models if m != "ebm"]
     rows, stab_rows = [], []
@@ -191,7 +117,7 @@ def aggregate(params: Params, ctx: RunContext, results: list[dict]) -> tuple[dic
                              **{k: v for k, v in row.items() if k != "components"}})
     runs = pd.DataFrame(rows)
     for name in params.datasets:
-        comps = method.cached_dataset(name, config).comps
+        comps = method.cached_dataset(name, params).comps
         n_main = sum(len(c) == 1 for c in comps)
         per = {}
         for model in models:
@@ -245,7 +171,7 @@ def aggregate(params: Params, ctx: RunContext, results: list[dict]) -> tuple[dic
     means = runs.groupby(["dataset", "model"])["score"].mean()
     ratios, gaps = {}, {}
     for name in params.datasets:
-        task = method.cached_dataset(name, config).task
+        task = method.cached_dataset(name, params).task
         base = [means[(name, b)] for b in BASELINES if (name, b) in means.index]
         if not base:
             continue
@@ -288,7 +214,7 @@ def _plot_table(params: Params, results: list[dict]) -> pd.DataFrame:
     """The main figure's data: the first dataset's main effect of feature 0, every run of every neural model
     (centred), and the truth for the synthetic set. Columns x (feature value), y, series."""
     name = params.datasets[0]
-    ds = method.cached_dataset(name, params.model_dump())
+    ds = method.cached_dataset(name, params)
     x = ds.X[ds.eval_rows, 0]
     order = np.argsort(x, kind="stable")
     frames = []

@@ -33,8 +33,8 @@ Read top to bottom:
 4. EBM         -- the ``interpret`` baseline and its per-term contributions;
 5. metrics     -- the sum-to-zero check, test RMSE / AUC, recovery of known components,
                   pairwise normalised distances between runs and the stability score;
-6. one run     -- ``run_seed(config, seed)``: a bootstrap resample of the training rows and a fresh
-                  initialisation, every model on every dataset.
+6. one run     -- ``run_seed(p, seed)`` (``p`` the flow's typed params): a bootstrap resample of the
+                  training rows and a fresh initialisation, every model on every dataset.
 
 No Prefect, no DVC. Randomness only through ``np.random.default_rng`` / ``torch.Generator`` /
 ``random_state``, so the same seed gives bit-identical results.
@@ -49,9 +49,11 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy.special import ndtr
 from sklearn.feature_selection import mutual_info_classif
@@ -59,12 +61,11 @@ from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import QuantileTransformer
 from torch import nn
 
-from tasks.data import load_bundled
+from flows.anova_tpnn.params import DATASETS, MODELS, Params
+from tasks.data import load_bundled, save_parquet
 from tasks.train import torch_single_thread
 
-DATASETS = ("synthetic", "diabetes", "breast_cancer")
-NEURAL_MODELS = ("tpnn", "tpnn_noconstraint", "na2m", "nb2m")
-MODELS = NEURAL_MODELS + ("ebm",)
+NEURAL_MODELS = tuple(kind for kind in MODELS if kind != "ebm")
 SPLIT_SEED = 12345          # the test split, feature selection and evaluation rows are the same for every run
 TRUE_SYNTHETIC = ((0,), (1,), (2,), (0, 3))   # the synthetic function's non-zero components
 
@@ -135,11 +136,11 @@ class Dataset:
     truth: np.ndarray | None  # (len(eval_rows), C) for the synthetic set
 
 
-def raw_dataset(name: str, config: dict) -> tuple[np.ndarray, np.ndarray, list[str], str]:
-    """Features (n, d), target (n,), feature names and task, before any split or transform."""
+def raw_dataset(name: str, p: Params) -> tuple[np.ndarray, np.ndarray, list[str], str]:
+    """Features (n, d), target (n,), feature names and task, before any split or transform (the synthetic
+    set from ``p.synth_n``, ``p.synth_d``, ``p.synth_rho`` and ``p.synth_noise``)."""
     if name == "synthetic":
-        X, y = make_synthetic(config["synth_n"], config["synth_d"], config["synth_rho"], config["synth_noise"],
-                              np.random.default_rng([SPLIT_SEED, 1]))
+        X, y = make_synthetic(p.synth_n, p.synth_d, p.synth_rho, p.synth_noise, np.random.default_rng([SPLIT_SEED, 1]))
         return X, y, [f"x{j}" for j in range(X.shape[1])], "regression"
     X, y = load_bundled(name)
     if name == "diabetes":
@@ -149,16 +150,17 @@ def raw_dataset(name: str, config: dict) -> tuple[np.ndarray, np.ndarray, list[s
     raise ValueError(f"unknown dataset {name!r}; choose from {DATASETS}")
 
 
-def prepare_dataset(name: str, config: dict) -> Dataset:
-    """Fixed split (``test_frac`` of the rows), feature selection, quantile transform and evaluation rows."""
-    X, y, names, task = raw_dataset(name, config)
+def prepare_dataset(name: str, p: Params) -> Dataset:
+    """Fixed split (``p.test_frac`` of the rows), feature selection (``p.bc_top_features``), quantile transform
+    and ``p.eval_rows`` evaluation rows."""
+    X, y, names, task = raw_dataset(name, p)
     rng = np.random.default_rng([SPLIT_SEED, 2])
     order = rng.permutation(len(X))
-    n_test = int(round(config["test_frac"] * len(X)))
+    n_test = int(round(p.test_frac * len(X)))
     test, pool = np.sort(order[:n_test]), np.sort(order[n_test:])
     if name == "breast_cancer":   # the top features by mutual information with the label, on the pool
         mi = mutual_info_classif(X[pool], y[pool], random_state=SPLIT_SEED)
-        keep = np.sort(np.argsort(-mi, kind="stable")[: config["bc_top_features"]])
+        keep = np.sort(np.argsort(-mi, kind="stable")[: p.bc_top_features])
         X, names = X[:, keep], [names[j] for j in keep]
     qt = QuantileTransformer(n_quantiles=min(1000, len(pool)), output_distribution="uniform", random_state=SPLIT_SEED)
     qt.fit(X[pool])
@@ -168,7 +170,7 @@ def prepare_dataset(name: str, config: dict) -> Dataset:
         mu, y_scale = float(y[pool].mean()), float(y[pool].std())
         y = (y - mu) / y_scale
     comps = all_components(X.shape[1], 2)
-    eval_rows = np.sort(rng.permutation(len(X))[: min(len(X), config["eval_rows"])])
+    eval_rows = np.sort(rng.permutation(len(X))[: min(len(X), p.eval_rows)])
     truth = None
     if name == "synthetic":
         truth = true_components(X[eval_rows], comps, X[pool]) / y_scale     # in the standardised target's units
@@ -371,18 +373,19 @@ def _slots(comps: Sequence[tuple[int, ...]]) -> list[tuple[int, int]]:
     return slots
 
 
-def build_model(kind: str, comps: Sequence[tuple[int, ...]], config: dict, x_train: torch.Tensor,
+def build_model(kind: str, comps: Sequence[tuple[int, ...]], p: Params, x_train: torch.Tensor,
                 seed: int) -> nn.Module:
-    """A freshly initialised model of ``kind`` (one of NEURAL_MODELS) from ``seed``."""
+    """A freshly initialised model of ``kind`` (one of NEURAL_MODELS) from ``seed``: ANOVA-TPNN with ``p.n_basis``
+    bases and guard ``p.id_eps``, NA2M with ``p.nam_hidden``, or NB2M with ``p.nbm_hidden`` and ``p.nbm_bases``."""
     g = torch.Generator().manual_seed(seed)
     if kind in ("tpnn", "tpnn_noconstraint"):
-        model = ANOVATPNN(comps, config["n_basis"], constrained=(kind == "tpnn"), eps=config["id_eps"])
+        model = ANOVATPNN(comps, p.n_basis, constrained=(kind == "tpnn"), eps=p.id_eps)
         model.initialize(x_train, np.random.default_rng(seed), g)
         return model
     if kind == "na2m":
-        return NA2M(comps, config["nam_hidden"], g)
+        return NA2M(comps, p.nam_hidden, g)
     if kind == "nb2m":
-        return NB2M(comps, config["nbm_hidden"], config["nbm_bases"], g)
+        return NB2M(comps, p.nbm_hidden, p.nbm_bases, g)
     raise ValueError(f"unknown model {kind!r}")
 
 
@@ -426,17 +429,18 @@ def fit_neural(model: nn.Module, task: str, x: torch.Tensor, y: torch.Tensor, x_
 # ----------------------------------------------------------------------------------------------
 # 4. EBM (interpret): the boosted-tree GA2M baseline
 # ----------------------------------------------------------------------------------------------
-def fit_ebm(task: str, X: np.ndarray, y: np.ndarray, config: dict, seed: int):
-    """An ExplainableBoosting{Regressor,Classifier} (n_jobs=1, ``ebm_outer_bags`` bags, ``ebm_interactions``
-    pairs on ``ebm_interaction_bins`` bins: the default 64 makes each pair update ~20x slower) fitted on X (n, d)."""
+def fit_ebm(task: str, X: np.ndarray, y: np.ndarray, interactions: int, outer_bags: int, interaction_bins: int,
+            seed: int):
+    """An ExplainableBoosting{Regressor,Classifier} (n_jobs=1, ``outer_bags`` bags, ``interactions`` pairs on
+    ``interaction_bins`` bins: the default 64 makes each pair update ~20x slower) fitted on X (n, d)."""
     from interpret.glassbox import (
         ExplainableBoostingClassifier,
         ExplainableBoostingRegressor,
     )
 
     cls = ExplainableBoostingRegressor if task == "regression" else ExplainableBoostingClassifier
-    model = cls(interactions=config["ebm_interactions"], outer_bags=config["ebm_outer_bags"],
-                max_interaction_bins=config["ebm_interaction_bins"], n_jobs=1, random_state=seed)
+    model = cls(interactions=interactions, outer_bags=outer_bags, max_interaction_bins=interaction_bins, n_jobs=1,
+                random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(X, y.astype(int) if task == "classification" else y)
@@ -544,9 +548,11 @@ def stability(D: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # 6. One run: bootstrap resample + fresh initialisation, every model on every dataset
 # ----------------------------------------------------------------------------------------------
-def run_dataset(ds: Dataset, config: dict, seed: int) -> dict[str, Any]:
-    """One run on one dataset. The training rows are a bootstrap resample of the pool (rng(seed)); the
-    out-of-bag rows are the validation set of the checkpoint. Returns per model: test score, best epoch,
+def run_dataset(ds: Dataset, p: Params, seed: int, models: Sequence[str]) -> dict[str, Any]:
+    """One run of ``models`` on one dataset. The training rows are a bootstrap resample of the pool (rng(seed));
+    the out-of-bag rows are the validation set of the checkpoint. Every neural model trains ``p.epochs`` epochs at
+    ``p.lr``, checked every ``p.eval_every``; ``p.centring_probes`` probes per argument in the sum-to-zero check.
+    Returns per model: test score, best epoch,
     seconds, and ``components`` (len(eval_rows), C) float64 at the evaluation rows; plus the TPNN
     sum-to-zero errors (constrained and ablation)."""
     rng = np.random.default_rng([seed, DATASETS.index(ds.name)])
@@ -558,10 +564,11 @@ def run_dataset(ds: Dataset, config: dict, seed: int) -> dict[str, Any]:
     x_test, x_eval = to_t(ds.Z[ds.test]), to_t(ds.Z[ds.eval_rows])
     out: dict[str, Any] = {"dataset": ds.name, "seed": seed, "n_train": len(boot), "n_val": len(oob),
                            "models": {}}
-    for k, kind in enumerate(config["models"]):
+    for k, kind in enumerate(models):
         started = time.perf_counter()
         if kind == "ebm":
-            ebm = fit_ebm(ds.task, ds.X[boot], ds.y[boot], config, seed)
+            ebm = fit_ebm(ds.task, ds.X[boot], ds.y[boot], p.ebm_interactions, p.ebm_outer_bags,
+                          p.ebm_interaction_bins, seed)
             if ds.task == "regression":
                 pred = ebm.predict(ds.X[ds.test])
             else:
@@ -569,16 +576,15 @@ def run_dataset(ds: Dataset, config: dict, seed: int) -> dict[str, Any]:
             comps = ebm_components(ebm, ds.X[ds.eval_rows], ds.comps)
             info = {"best_epoch": -1}
         else:
-            model = build_model(kind, ds.comps, config, x, seed * 1000 + k)
-            info = fit_neural(model, ds.task, x, y, x_val, y_val, config["epochs"], config["lr"], config["eval_every"])
+            model = build_model(kind, ds.comps, p, x, seed * 1000 + k)
+            info = fit_neural(model, ds.task, x, y, x_val, y_val, p.epochs, p.lr, p.eval_every)
             with torch.no_grad():
                 pred = model(x_test).numpy().astype(float)
                 comps = model.components(x_eval).numpy().astype(float)
             if kind in ("tpnn", "tpnn_noconstraint"):
-                info["centring_error"] = centring_error(model, x, config["centring_probes"],
-                                                        np.random.default_rng([seed, 7]))
+                info["centring_error"] = centring_error(model, x, p.centring_probes, np.random.default_rng([seed, 7]))
                 info["centring_error_vs_prediction"] = centring_error(
-                    model, x, config["centring_probes"], np.random.default_rng([seed, 7]), relative_to="prediction")
+                    model, x, p.centring_probes, np.random.default_rng([seed, 7]), relative_to="prediction")
                 info["smallest_side_mass"] = smallest_side_mass(model, x)
         row = {"score": test_score(ds.task, pred, ds.y[ds.test], ds.y_scale),
                "seconds": time.perf_counter() - started, "components": comps, **info}
@@ -588,28 +594,40 @@ def run_dataset(ds: Dataset, config: dict, seed: int) -> dict[str, Any]:
     return out
 
 
-DATA_KEYS = ("synth_n", "synth_d", "synth_rho", "synth_noise", "bc_top_features", "test_frac", "eval_rows")
 _CACHE: dict[tuple, Dataset] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def cached_dataset(name: str, config: dict) -> Dataset:
+def cached_dataset(name: str, p: Params) -> Dataset:
     """``prepare_dataset`` once per (name, data settings) and process; seeds in threads share it (read-only)."""
-    key = (name, *(repr(config[k]) for k in DATA_KEYS))
+    key = (name, p.synth_n, p.synth_d, p.synth_rho, p.synth_noise, p.bc_top_features, p.test_frac, p.eval_rows)
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = prepare_dataset(name, config)
+            _CACHE[key] = prepare_dataset(name, p)
         return _CACHE[key]
 
 
-def run_seed(config: dict, seed: int, with_ebm: bool = True) -> dict[str, Any]:
-    """Run ``seed`` (one bootstrap resample + initialisation) on every dataset of ``config["datasets"]``,
-    with every model of ``config["models"]`` (EBM only when ``with_ebm``).
+def save_datasets(p: Params, data_dir: str) -> list[str]:
+    """Each table of ``p.datasets`` as used (quantile-transformed features, target, fixed split, evaluation rows)
+    -> ``<data_dir>/<name>.parquet``; returns the paths."""
+    paths = []
+    for name in p.datasets:
+        ds = cached_dataset(name, p)
+        frame = pd.DataFrame(ds.Z, columns=ds.feature_names).assign(
+            target=ds.y, split=np.where(np.isin(np.arange(len(ds.y)), ds.test), "test", "pool"),
+            eval_row=np.isin(np.arange(len(ds.y)), ds.eval_rows))
+        paths.append(str(save_parquet(frame, Path(data_dir) / f"{name}.parquet")))
+    return paths
+
+
+def run_seed(p: Params, seed: int, with_ebm: bool = True) -> dict[str, Any]:
+    """Run ``seed`` (one bootstrap resample + initialisation) on every dataset of ``p.datasets``, with every
+    model of ``p.models`` (EBM only when ``with_ebm``).
 
     Returns {"seed", "seconds", "datasets": {name: run_dataset(...)}}; the ``components`` arrays are NumPy
     (they feed the across-run stability score in the flow)."""
     started = time.perf_counter()
-    cfg = dict(config, models=[k for k in config["models"] if with_ebm or k != "ebm"])
+    models = [k for k in p.models if with_ebm or k != "ebm"]
     with torch_single_thread():
-        results = {name: run_dataset(cached_dataset(name, cfg), cfg, seed) for name in cfg["datasets"]}
+        results = {name: run_dataset(cached_dataset(name, p), p, seed, models) for name in p.datasets}
     return {"seed": seed, "seconds": time.perf_counter() - started, "datasets": results}

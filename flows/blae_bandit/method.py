@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flows.blae_bandit.params import Params
+
 BATCHED_METHODS = ("blae", "e4", "phased_elim", "rs_oful")
 SEQUENTIAL_METHODS = ("linucb",)
 METHODS = BATCHED_METHODS + SEQUENTIAL_METHODS
@@ -617,56 +619,60 @@ def linucb_many(Xs: np.ndarray, theta: np.ndarray, T: int, noise: np.ndarray, *,
 # --------------------------------------------------------------------------------------------
 # Experiments
 # --------------------------------------------------------------------------------------------
-def instances(config: dict) -> list[tuple[str, int]]:
+def instances(p: Params) -> list[tuple[str, int]]:
     """(name, stream id) of every instance family of a run: "random", "eoo", then the extra
-    End-of-Optimism gaps as "eoo_eps<eps>"."""
+    End-of-Optimism gaps ``p.extra_eoo_eps`` as "eoo_eps<eps>"."""
     out = [("random", 0), ("eoo", 1)]
-    out += [(f"eoo_eps{e:g}", 2 + i) for i, e in enumerate(config.get("extra_eoo_eps", []))]
+    out += [(f"eoo_eps{e:g}", 2 + i) for i, e in enumerate(p.extra_eoo_eps)]
     return out
 
 
-def make_instance(config: dict, name: str, inst_id: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def make_instance(p: Params, name: str, inst_id: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Arms ``X`` (K, d) and ``theta`` (d,) of instance ``name`` for one seed (reads ``p.random_K``,
+    ``p.random_d`` and ``p.eoo_eps``; the random instance is drawn from the stream (seed, inst_id))."""
     if name == "random":
-        return random_instance(config["random_K"], config["random_d"], np.random.default_rng([seed, inst_id]))
+        return random_instance(p.random_K, p.random_d, np.random.default_rng([seed, inst_id]))
     if name == "eoo":
-        return end_of_optimism_instance(config["eoo_eps"])
+        return end_of_optimism_instance(p.eoo_eps)
     return end_of_optimism_instance(float(name.removeprefix("eoo_eps")))
 
 
-def run_method(name: str, X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, config: dict) -> dict:
-    """One batched method on one instance; returns regret, batches, pulls, curve and wall seconds."""
-    sigma, lam, tol = config["sigma"], config["ridge_lambda"], config["fw_tol"]
+def run_method(name: str, X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, p: Params) -> dict:
+    """One batched method on one instance; returns regret, batches, pulls, curve and wall seconds.
+    Reads ``p.sigma``, ``p.ridge_lambda``, ``p.fw_tol``, ``p.e4_gamma`` and ``p.rs_oful_C``."""
+    sigma, lam, tol = p.sigma, p.ridge_lambda, p.fw_tol
     started = time.perf_counter()
     if name == "blae":
         led = blae(X, theta, T, rng, sigma=sigma, lam=lam, S=float(np.linalg.norm(theta)), fw_tol=tol)
     elif name == "e4":
-        led = e4(X, theta, T, rng, sigma=sigma, lam=lam, gamma=config["e4_gamma"], fw_tol=tol)
+        led = e4(X, theta, T, rng, sigma=sigma, lam=lam, gamma=p.e4_gamma, fw_tol=tol)
     elif name == "phased_elim":
         led = phased_elimination(X, theta, T, rng, sigma=sigma, lam=lam, fw_tol=tol)
     elif name == "rs_oful":
-        led = rs_oful(X, theta, T, rng, sigma=sigma, lam=lam, C=config["rs_oful_C"])
+        led = rs_oful(X, theta, T, rng, sigma=sigma, lam=lam, C=p.rs_oful_C)
     else:
         raise ValueError(f"unknown batched method '{name}'")
     return led.result(name, time.perf_counter() - started)
 
 
-def run_seed(config: dict, seed: int) -> dict:
-    """Every batched method on every instance and horizon for one seed.
+def run_seed(p: Params, seed: int) -> dict:
+    """Every batched method on every instance (:func:`instances`) and horizon ``p.horizons`` for one seed
+    (the methods read ``p`` through :func:`run_method`).
 
     Returns {"seed", "rows": [{instance, K, d, T, method, regret, batches, arms_left (-1: not an
     elimination method), chernoff_stop (E4), seconds}],
     "curves": [{instance, T, method, t, regret}] (batch ends, largest T only), "arms": [...]}."""
     rows, curves, arms = [], [], []
-    T_max = max(config["horizons"])
-    for name, inst_id in instances(config):
-        X, theta = make_instance(config, name, inst_id, seed)
+    T_max = max(p.horizons)
+    for name, inst_id in instances(p):
+        X, theta = make_instance(p, name, inst_id, seed)
         K, d = X.shape
         arms += [{"seed": seed, "instance": name, "arm": k, **{f"x{j}": float(X[k, j]) for j in range(d)}}
                  for k in range(K)]
-        for T in config["horizons"]:
+        for T in p.horizons:
             for method_name in BATCHED_METHODS:
                 rng = np.random.default_rng([seed, inst_id, T, METHOD_ID[method_name]])
-                res = run_method(method_name, X, theta, T, rng, config)
+                res = run_method(method_name, X, theta, T, rng, p)
                 rows.append({"seed": seed, "instance": name, "K": K, "d": d, "T": T, "method": method_name,
                              "regret": res["regret"], "batches": res["batches"],
                              "arms_left": res.get("arms_left", -1), "chernoff_stop": res.get("chernoff_stop", False),
@@ -677,26 +683,26 @@ def run_seed(config: dict, seed: int) -> dict:
     return {"seed": seed, "rows": rows, "curves": curves, "arms": arms}
 
 
-def run_linucb(config: dict, seeds: list[int]) -> dict:
+def run_linucb(p: Params, seeds: list[int]) -> dict:
     """Sequential LinUCB on the headline instances ("random", "eoo"), all seeds at once (vectorised;
     each seed's noise comes from its own stream, so a seed's result does not depend on the others).
-    LinUCB is anytime: one run of T_max rounds (delta = 1/T_max) gives its regret at every horizon.
-    Returns {"rows": [...], "curves": [...], "seconds": {instance: wall seconds for all seeds}}."""
+    LinUCB is anytime: one run of T_max = max(p.horizons) rounds (delta = 1/T_max) gives its regret at
+    every horizon; reads the instance fields of ``p``, ``p.sigma`` and ``p.ridge_lambda``. Returns {"rows": [...], "curves": [...], "seconds": {instance: wall seconds for all seeds}}."""
     rows, curves, seconds = [], [], {}
-    T_max = max(config["horizons"])
-    for name, inst_id in instances(config)[:2]:
-        pairs = [make_instance(config, name, inst_id, s) for s in seeds]
-        Xs = np.stack([p[0] for p in pairs])
+    T_max = max(p.horizons)
+    for name, inst_id in instances(p)[:2]:
+        pairs = [make_instance(p, name, inst_id, s) for s in seeds]
+        Xs = np.stack([pair[0] for pair in pairs])
         theta = pairs[0][1]
         noise = np.stack([np.random.default_rng([s, inst_id, T_max, METHOD_ID["linucb"]]).standard_normal(T_max)
                           for s in seeds])
         started = time.perf_counter()
-        out = linucb_many(Xs, theta, T_max, noise, sigma=config["sigma"], lam=config["ridge_lambda"],
-                          S=float(np.linalg.norm(theta)), checkpoints=tuple(config["horizons"]))
+        out = linucb_many(Xs, theta, T_max, noise, sigma=p.sigma, lam=p.ridge_lambda,
+                          S=float(np.linalg.norm(theta)), checkpoints=tuple(p.horizons))
         seconds[name] = time.perf_counter() - started
         K, d = Xs.shape[1:]
         for i, s in enumerate(seeds):
-            for T in config["horizons"]:
+            for T in p.horizons:
                 rows.append({"seed": s, "instance": name, "K": K, "d": d, "T": T, "method": "linucb",
                              "regret": float(out["at"][T][i]), "batches": T, "arms_left": -1,
                              "chernoff_stop": False, "seconds": seconds[name] / len(seeds)})

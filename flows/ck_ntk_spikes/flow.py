@@ -4,20 +4,18 @@ Prefect flow: an SNR sweep over seeds, a derived limit to compare with, and digi
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Annotated, Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 from threadpoolctl import threadpool_limits
 
 from flows.ck_ntk_spikes import method
+from flows.ck_ntk_spikes.params import SMOKE, Params
 from tasks import stats
-from tasks.data import load_bundled, load_parquet, save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.data import save_bundled
+from tasks.paper import over_seeds, paper_flow, start_task
 
 _LIMIT = (" Compared with OUR derived limit (Gaussian-equivalent layers as in Fan & Wang 2020 + spiked-model algebra): "
           "the paper's own outlier equations could not be read, so this is a consistency check of the random-matrix "
@@ -87,68 +85,13 @@ PAPER = Paper(
     ),
 )
 
-Activation = Literal["tanh", "relu", "sin", "cubic"]
-
-
-class Params(PaperParams):
-    n: int = Field(ge=30, description="samples, divisible by classes")
-    p: int = Field(ge=8, description="input dimension")
-    width: int = Field(ge=8, description="width d of every hidden layer")
-    depth: int = Field(ge=1, le=6, description="hidden layers L")
-    classes: int = Field(ge=2, le=10, description="mixture components K (planted spike rank K - 1)")
-    snr_grid: list[Annotated[float, Field(ge=0)]] = Field(min_length=2, description="spike strengths theta^2; 0 and the top are checked")
-    sweep_activations: list[Activation] = Field(min_length=1, description="activations run at every snr")
-    top_activations: list[Activation] = Field(min_length=1, description="activations run at the top snr (includes the sweep ones)")
-    null_draws: int = Field(ge=1, le=20, description="pure-noise inputs averaged for each null edge")
-    edge_margin: float = Field(ge=0, le=1, description="an outlier exceeds the null edge by this fraction")
-    theory_points: int = Field(ge=2, le=200, description="snr values of the predicted curves")
-    digits_per_class: int = Field(ge=10, le=179, description="images of digit 1 and of digit 7")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if self.n % self.classes:
-            raise ValueError("n must be divisible by classes")
-        if 0.0 not in self.snr_grid or len(set(self.snr_grid)) != len(self.snr_grid):
-            raise ValueError("snr_grid must hold 0 and distinct values")
-        if not set(self.sweep_activations) <= set(self.top_activations):
-            raise ValueError("top_activations must include every sweep activation")
-        if self.classes > self.p:
-            raise ValueError("classes cannot exceed p")
-        return self
-
-
-SMOKE = {"seeds": 1, "n": 150, "p": 75, "width": 120, "snr_grid": [0.0, 16.0, 64.0], "sweep_activations": ["tanh"],
-         "top_activations": ["tanh", "relu"], "null_draws": 2, "theory_points": 3, "digits_per_class": 40}
-
-
-@paper_task
-def prepare_digits(data_dir: str, per_class: int) -> str:
-    X, y = load_bundled("digits")
-    keep = np.concatenate([np.flatnonzero(y.to_numpy() == d)[:per_class] for d in (1, 7)])
-    frame = X.iloc[keep].reset_index(drop=True).assign(target=y.iloc[keep].to_numpy())
-    return str(save_parquet(frame, Path(data_dir) / "digits_1_7.parquet"))
-
-
-@paper_task
-def limit_predictions(config: dict) -> dict:
-    return method.theory_predictions(config)
-
-
-@paper_task
-def spectra_for_seed(config: dict, seed: int, digits_path: str) -> dict:
-    frame = load_parquet(digits_path)
-    X, y = method.digits_inputs(frame.drop(columns="target").to_numpy(), frame["target"].to_numpy(),
-                                config["digits_per_class"])
-    return method.run_seed(config, seed, (X, y))
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def ck_ntk_spikes_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    digits_path = prepare_digits(str(ctx.data_dir), params.digits_per_class)
+    digits_path = str(save_bundled("digits", ctx.data_dir / "digits.parquet"))
     with threadpool_limits(limits=1):  # one BLAS/OpenMP thread per task: the tasks are the parallelism
-        theory_future = limit_predictions.submit(config)
-        per_seed = spectra_for_seed.map(unmapped(config), ctx.seeds, unmapped(digits_path)).result()
+        # the limit is submitted first so that it runs beside the seeds, not after them
+        theory_future = start_task(method.theory_predictions, params=params)
+        per_seed = over_seeds(method.run_seed, ctx.seeds, params=params, digits=digits_path)
         theory = theory_future.result()
 
     rows = pd.DataFrame([row for r in per_seed for row in r["rows"]])

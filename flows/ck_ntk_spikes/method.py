@@ -28,7 +28,8 @@ Read top to bottom:
    For the CK alone this is the generalised spiked model of Bai & Yao (2012), iterated over layers
    (the tests check the two against each other).
 6. Experiments: ``null_edges`` (bulk edges: the same network on pure-noise inputs), ``run_seed``
-   (the SNR sweep and the digits of one seed), ``theory_predictions`` (the limit for every setting).
+   (the SNR sweep and the digits of one seed), ``theory_predictions`` (the limit for every setting);
+   these take the flow's typed params as ``params`` (not ``p``, which is a field: the input dimension).
 
 Shapes: data matrices are (p, n) (columns are samples), kernels (n, n), eigenvector blocks (n, k).
 Randomness only through ``np.random.default_rng([seed, stream])``.
@@ -40,7 +41,7 @@ import math
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, get_args
 
 import numpy as np
 from scipy import integrate, linalg, optimize
@@ -48,13 +49,16 @@ from scipy.sparse import linalg as sparse_linalg
 from scipy.cluster import vq
 from sklearn.metrics import adjusted_rand_score
 
+from flows.ck_ntk_spikes.params import Activation, Params
+from tasks.data import load_xy
+
 # ---------------------------------------------------------------------------------------------
 # 1. Activations
 # ---------------------------------------------------------------------------------------------
 
 SIN_FREQ = 1.5  # sin(1.5 x): odd, bounded, Lipschitz and far from linear (b^2 ~ 0.48)
 CUBIC_BETA = 1.0 / math.sqrt(6.0)  # x + beta (x^3 - 3x): b^2 = 1/2, but not Lipschitz (see notes)
-ACTIVATIONS = ("tanh", "relu", "sin", "cubic")
+ACTIVATIONS: tuple[str, ...] = get_args(Activation)  # ("tanh", "relu", "sin", "cubic")
 
 
 def _phi(x: float) -> float:
@@ -516,29 +520,33 @@ def spike_summary(K: np.ndarray, edge: float, labels: np.ndarray, classes: int, 
             "ari": kmeans_ari(U, labels, classes, seed), "block_fit": block_fit_error(U, labels, classes)}
 
 
-def run_seed(config: dict, seed: int, digits: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
-    """One seed: the SNR sweep on the Gaussian mixture (every activation of ``sweep_activations``
-    at every snr of ``snr_grid``, the others only at the top snr) and the digits experiment.
+def run_seed(params: Params, seed: int, digits: tuple[np.ndarray, np.ndarray] | str | None = None) -> dict:
+    """One seed: the SNR sweep on the Gaussian mixture (every activation of ``params.sweep_activations``
+    at every snr of ``params.snr_grid``, the others of ``params.top_activations`` only at the top snr)
+    and the digits experiment (``run_digits``).
 
     Common random numbers: one data-noise matrix Z (p, n) and one set of weights per seed, shared
-    by every snr and activation; the null edges use the same weights on ``null_draws`` fresh
+    by every snr and activation; the null edges use the same weights on ``params.null_draws`` fresh
     pure-noise inputs X = Z' / sqrt(p). An outlier must exceed the null edge by the factor
-    1 + ``edge_margin``. Returns {"seed", "rows", "digits", "digits_vectors", "timings"}, JSON-able.
+    1 + ``params.edge_margin``. ``digits``: the inputs (X (64, n), y (n,)) of ``digits_inputs``, or the
+    path of a Parquet file of ``load_digits`` (features and a ``target`` column; the first
+    ``params.digits_per_class`` images of 1 and of 7 are used), or None to skip the digits.
+    Returns {"seed", "rows", "digits", "digits_vectors", "timings"}, JSON-able.
     """
-    n, p, width, depth, classes = config["n"], config["p"], config["width"], config["depth"], config["classes"]
-    margin, n_top = 1.0 + config["edge_margin"], classes - 1 + 4
+    n, p, width, depth, classes = params.n, params.p, params.width, params.depth, params.classes
+    margin, n_top = 1.0 + params.edge_margin, classes - 1 + 4
     started = time.perf_counter()
     labels = np.repeat(np.arange(classes), n // classes)
     noise = np.random.default_rng([seed, NOISE_STREAM]).standard_normal((p, n))
     Ws, w = random_weights(np.random.default_rng([seed, WEIGHT_STREAM]), p, width, depth)
     nulls = [np.random.default_rng([seed, NULL_STREAM, k]).standard_normal((p, n)) / math.sqrt(p)
-             for k in range(config["null_draws"])]
+             for k in range(params.null_draws)]
     V = class_contrasts(labels, classes)
-    top_snr = max(config["snr_grid"])
+    top_snr = max(params.snr_grid)
     rows, edges = [], {}
-    for act in config["top_activations"]:
+    for act in params.top_activations:
         edges[act] = null_edges(nulls, Ws, w, act)
-        snrs = config["snr_grid"] if act in config["sweep_activations"] else [top_snr]
+        snrs = params.snr_grid if act in params.sweep_activations else [top_snr]
         for snr in snrs:
             X, _ = gmm_inputs(noise, labels, classes, snr)
             for name, K in _kernels_of(X, Ws, w, act).items():
@@ -546,25 +554,28 @@ def run_seed(config: dict, seed: int, digits: tuple[np.ndarray, np.ndarray] | No
                              **spike_summary(K, margin * edges[act][name], labels, classes, V, seed, n_top)})
     sweep_s = time.perf_counter() - started
     digit_rows, vectors = [], {}
+    if isinstance(digits, str):
+        images, targets = load_xy(digits)
+        digits = digits_inputs(images.to_numpy(), targets.to_numpy(), params.digits_per_class)
     if digits is not None:
-        digit_rows, vectors = run_digits(config, seed, *digits)
+        digit_rows, vectors = run_digits(params, seed, *digits)
     return {"seed": seed, "rows": rows, "null_edges": edges, "digits": digit_rows, "digits_vectors": vectors,
             "timings": {"sweep_s": sweep_s, "digits_s": time.perf_counter() - started - sweep_s}}
 
 
-def run_digits(config: dict, seed: int, X: np.ndarray, y: np.ndarray) -> tuple[list[dict], dict]:
-    """Digits 1 vs 7 (class means subtracted, X (64, n)) through the seed's random network, every
-    activation of ``top_activations``. The null is the same network on ``null_draws`` white-noise
-    inputs of the same trace. Reported, not gated: number of outliers, k-means ARI on (at most 10)
+def run_digits(params: Params, seed: int, X: np.ndarray, y: np.ndarray) -> tuple[list[dict], dict]:
+    """Digits 1 vs 7 (class means subtracted, X (64, n)) through the seed's random network (``params.width``,
+    ``params.depth``), every activation of ``params.top_activations``. The null is the same network on
+    ``params.null_draws`` white-noise inputs of the same trace; outliers exceed it by 1 + ``params.edge_margin``. Reported, not gated: number of outliers, k-means ARI on (at most 10)
     outlier eigenvectors, and how much each outlier eigenvector lives on one class (``localisation``)."""
     p, n = X.shape
-    width, depth, margin = config["width"], config["depth"], 1.0 + config["edge_margin"]
+    width, depth, margin = params.width, params.depth, 1.0 + params.edge_margin
     Ws, w = random_weights(np.random.default_rng([seed, WEIGHT_STREAM]), p, width, depth)
     scale = math.sqrt(np.sum(X ** 2) / (n * p))
     nulls = [scale * np.random.default_rng([seed, DIGITS_NULL_STREAM, k]).standard_normal((p, n))
-             for k in range(config["null_draws"])]
+             for k in range(params.null_draws)]
     rows, vectors = [], {}
-    for act in config["top_activations"]:
+    for act in params.top_activations:
         edges = null_edges(nulls, Ws, w, act)
         for name, K in _kernels_of(X, Ws, w, act).items():
             edge = margin * edges[name]
@@ -574,27 +585,29 @@ def run_digits(config: dict, seed: int, X: np.ndarray, y: np.ndarray) -> tuple[l
             rows.append({"seed": seed, "activation": act, "kernel": name, "count": count, "edge": edge,
                          "top": float(vals[0]), "ari": kmeans_ari(U, y, 2, seed),
                          "localisation": class_localisation(U, y)})
-            if name == f"CK{depth}" and act == config["top_activations"][0]:
+            if name == f"CK{depth}" and act == params.top_activations[0]:
                 vectors = {"activation": act, "kernel": name, "labels": y.tolist(),
                            "v1": vecs[:, 0].tolist(), "v2": vecs[:, 1].tolist()}
     return rows, vectors
 
-def theory_predictions(config: dict) -> dict:
-    """The limit for every activation: per kernel its transition snr, and its edge, outlier and
-    zeta at every snr of ``snr_grid`` (sweep activations) or at the top snr (the others), plus a
-    dense snr grid of ``theory_points`` values for the sweep activations' curves."""
-    n, p, width, depth, classes = config["n"], config["p"], config["width"], config["depth"], config["classes"]
-    top = max(config["snr_grid"])
-    dense = list(np.geomspace(math.sqrt(n / p) * 1.001, top, config["theory_points"]))
+
+def theory_predictions(params: Params) -> dict:
+    """The limit for every activation of ``params.top_activations`` (network n, p, width, depth, classes):
+    per kernel its transition snr, and its edge, outlier and zeta at every snr of ``params.snr_grid``
+    (sweep activations) or at the top snr (the others), plus a dense snr grid of ``params.theory_points``
+    values for the sweep activations' curves."""
+    n, p, width, depth, classes = params.n, params.p, params.width, params.depth, params.classes
+    top = max(params.snr_grid)
+    dense = list(np.geomspace(math.sqrt(n / p) * 1.001, top, params.theory_points))
     out = {}
-    for act in config["top_activations"]:
-        snrs = sorted(set(config["snr_grid"]) | set(dense)) if act in config["sweep_activations"] else [top]
+    for act in params.top_activations:
+        snrs = sorted(set(params.snr_grid) | set(dense)) if act in params.sweep_activations else [top]
         rows = []
         for kernel in kernel_names(depth):
             for snr in snrs:
                 pred = predict(act, n, p, width, depth, classes, float(snr), kernel)
                 rows.append({"activation": act, "kernel": kernel, "snr": float(snr),
-                             "on_grid": snr in config["snr_grid"], **{k: (None if v is None else float(v))
+                             "on_grid": snr in params.snr_grid, **{k: (None if v is None else float(v))
                                                                      for k, v in pred.items()}})
         out[act] = {"moments": gaussian_moments(act),
                     "ntk": {"r": ntk_coefficients(act, depth)[0].tolist(), "r_plus": ntk_coefficients(act, depth)[1]},

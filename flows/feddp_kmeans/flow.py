@@ -4,27 +4,16 @@ k-FED and the non-private oracle, on the official Gaussian-mixture config and on
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 from threadpoolctl import threadpool_limits
 
 from flows.feddp_kmeans import method
+from flows.feddp_kmeans.params import SMOKE, Params
 from tasks import stats
-from tasks.data import save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.paper import over_seeds, paper_flow, start_task
 
 BASELINES = ("sphere", "serverpp")
 SAVED_CLIENTS = 10      # Gaussian-mixture clients written to data/ (the rest regenerates from the seed)
@@ -40,7 +29,7 @@ def _beats(baseline: str, budget: str, how: str) -> Claim:
               "the primary challenge of differentially private clustering methods: the need for a good "
               f"initialization -- mean k-means cost(FedDP-KMeans) / mean cost({LABEL[baseline]}) < 1 {WHERE}; "
               f"{how}; the baseline at its better T of the run's Lloyd step counts"),
-        source="abstract; plan claim 1 (direction)", metric=f"gaussian.ratio.{baseline}_{budget}.mean",
+        source="abstract; plan claim 1 (direction)", metric=f"gaussian.ratio.{baseline}_{budget}.ratio",
         comparison="<", threshold=1.0, kind="direction",
         interval=(f"gaussian.ratio.{baseline}_{budget}.ci_low", f"gaussian.ratio.{baseline}_{budget}.ci_high"))
 
@@ -61,7 +50,7 @@ PAPER = Paper(
               text=("Combining our initialization with a simple federated DP-Lloyds algorithm we obtain an algorithm "
                     "that achieves excellent results: mean cost(FedDP-KMeans) / mean cost(non-private Lloyd's with "
                     f"k-means++ on the pooled data) <= 1.2 {WHERE}"),
-              source="abstract; plan claim 2 (magnitude)", metric="gaussian.ratio.oracle.mean", comparison="<=",
+              source="abstract; plan claim 2 (magnitude)", metric="gaussian.ratio.oracle.ratio", comparison="<=",
               threshold=1.2, kind="magnitude", interval=("gaussian.ratio.oracle.ci_low", "gaussian.ratio.oracle.ci_high")),
         Claim(id="cluster_identification",
               text=("We also provide a theoretical analysis of our method that provides bounds on ... cluster "
@@ -88,74 +77,6 @@ PAPER = Paper(
         "code's Lambda. k-FED and sphere packing are re-implementations after the official code."
     ),
 )
-
-
-class Params(PaperParams):
-    datasets: list[Literal["gaussian", "digits"]] = Field(min_length=1, description="data sets; claims need gaussian")
-    k: int = Field(ge=2, le=50, description="clusters / mixture components")
-    dim: int = Field(ge=2, le=1000, description="Gaussian mixture dimension (official default 100)")
-    variance: float = Field(gt=0, description="per-coordinate variance of each component (official 0.5)")
-    n_clients: int = Field(ge=2, description="Gaussian-mixture clients")
-    per_client: int = Field(ge=10, description="points per client")
-    server_per_component: int = Field(ge=0, description="server points drawn from each component")
-    server_uniform: int = Field(ge=0, description="out-of-distribution U[0,1]^d server points")
-    client_components: int = Field(ge=0, description="components per client; 0 = all (official IID split)")
-    digits_clients: int = Field(ge=2, description="digits clients (label skew)")
-    digits_alpha: float = Field(gt=0, description="Dirichlet concentration of the digits label skew")
-    digits_server: int = Field(ge=10, description="digits images held by the server (blurred + noisy)")
-    digits_blur: float = Field(ge=0, description="Gaussian blur (pixels) of the server's digits")
-    digits_server_noise: float = Field(ge=0, description="std of the noise added to the server's digits")
-    digits_clip: float = Field(gt=0, description="Lambda for digits (pixels scaled to [0, 1])")
-    eps_outer: float = Field(gt=0, description="step 1 eps (outer product)")
-    eps_weight: float = Field(gt=0, description="step 2 eps (server point weights)")
-    eps_init: float = Field(gt=0, description="step 3 eps (sums + counts)")
-    init_split: float = Field(gt=0, lt=1, description="share of eps_init for the sums")
-    eps_lloyd: float = Field(gt=0, description="eps of all DP-Lloyd rounds together (sums + counts)")
-    lloyd_split: float = Field(gt=0, lt=1, description="share of eps_lloyd for the sums")
-    delta: float = Field(gt=0, lt=1e-2, description="delta of each Gaussian calibration and of the total")
-    clip: float = Field(gt=0, description="Lambda: client point norm bound, Gaussian mixture")
-    min_server_weight: float = Field(ge=0, description="server points with noisy weight below this are dropped")
-    margin: float = Field(gt=0, le=1, description="step-3 proximity margin (1 = assign every point)")
-    lloyd_steps: list[Annotated[int, Field(ge=1, le=50)]] = Field(
-        min_length=1, description="DP-Lloyd round counts T; the first is FedDP's headline T")
-    kfed_k_client: int = Field(ge=1, description="local centres per client in k-FED")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if "gaussian" not in self.datasets:
-            raise ValueError("the claims are checked on the gaussian data set: keep it in datasets")
-        if len(set(self.lloyd_steps)) != len(self.lloyd_steps):
-            raise ValueError("lloyd_steps must be distinct")
-        return self
-
-
-SMOKE = {"seeds": 2, "dim": 10, "n_clients": 8, "per_client": 150, "server_per_component": 5,
-         "server_uniform": 10, "digits_clients": 10, "digits_server": 30, "lloyd_steps": [1]}
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int) -> dict:
-    return method.run_seed(config, seed)
-
-
-@paper_task
-def save_datasets(config: dict, seed: int, data_dir: str) -> list[str]:
-    """The first seed's federated data sets as Parquet, float32 (client id, label, features; server rows
-    client = -1). Of the Gaussian mixture only the server and the first ``SAVED_CLIENTS`` clients are kept
-    (the full set is 100k x 100 and regenerates from the seed); digits are saved whole."""
-    from pathlib import Path
-    paths = []
-    for name in config["datasets"]:
-        data = method.prepare_data(config, name, seed)
-        n_keep = SAVED_CLIENTS if name == "gaussian" else len(data.clients)
-        frames = [pd.DataFrame(X.astype(np.float32), columns=[f"x{i}" for i in range(X.shape[1])]).assign(client=j, label=y)
-                  for j, (X, y) in enumerate(zip(data.clients[:n_keep], data.labels[:n_keep]))]
-        frames.append(pd.DataFrame(data.server.astype(np.float32), columns=[f"x{i}" for i in range(data.server.shape[1])])
-                      .assign(client=-1, label=data.server_labels))
-        path = Path(data_dir) / f"{name}_seed{seed}.parquet"
-        save_parquet(pd.concat(frames, ignore_index=True), path)
-        paths.append(str(path))
-    return paths
 
 
 def _sample(rows: pd.DataFrame, ds: str, m: str, T: int, budget: str, col: str) -> np.ndarray:
@@ -205,16 +126,17 @@ def _dataset_metrics(rows: pd.DataFrame, ds: str, steps: list[int]) -> dict:
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def feddp_kmeans_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     with threadpool_limits(limits=1):  # one BLAS/OpenMP thread per task: the seeds are the parallelism
-        saved = save_datasets.submit(config, ctx.seeds[0], str(ctx.data_dir))
-        per_seed = run_one_seed.map(unmapped(config), ctx.seeds).result()
+        # written alongside the seeds (a task of its own, so that it overlaps them)
+        saved = start_task(method.save_datasets, p=params, seed=ctx.seeds[0], data_dir=str(ctx.data_dir),
+                           gaussian_clients=SAVED_CLIENTS)
+        per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
         saved.result()
     rows = pd.DataFrame([r for s in per_seed for r in s["rows"]])
     steps = list(params.lloyd_steps)
     metrics = {ds: _dataset_metrics(rows, ds, steps) for ds in params.datasets}
     metrics["equivalence"] = {"max_abs_diff": float(max(s["equivalence_max_abs"] for s in per_seed))}
-    budget = method.budget_from(config)
+    budget = method.budget_from(params)
     sigma_l, b_l = method.lloyd_noise(budget.eps_lloyd, budget.lloyd_split, budget.delta, 1.0, 1.0, steps[0])
     init = method.init_noise(method.Budget(**{**budget.__dict__, "clip": 1.0}))
     metrics["privacy"] = {
@@ -247,7 +169,7 @@ def _plot_table(rows: pd.DataFrame, params: Params) -> pd.DataFrame:
         private = rows[(rows["dataset"] == ds) & rows["method"].isin(["feddp", *BASELINES])]
         for (m, T, lab), g in private.groupby(["method", "T", "budget"]):
             r = stats.ratio_of_means(g.sort_values("seed")["cost"].to_numpy(float), oracle)
-            out.append({"x": float(g["eps_prv"].iloc[0]), "y": r["mean"], "y_low": r["ci_low"], "y_high": r["ci_high"],
+            out.append({"x": float(g["eps_prv"].iloc[0]), "y": r["ratio"], "y_low": r["ci_low"], "y_high": r["ci_high"],
                         "series": f"{ds}:{m}:T{T}:{lab}", "dataset": ds, "method": m, "T": int(T), "budget": lab})
     return pd.DataFrame(out)
 
@@ -263,7 +185,7 @@ def _figure(plot: pd.DataFrame, metrics: dict, params: Params):
                         color=colours[r["method"]], ms=8 if r["method"] == "feddp" else 6, capsize=3,
                         alpha=1.0 if r["method"] == "feddp" else 0.8)
             ax.annotate(f"T={r['T']}", (r["x"], r["y"]), textcoords="offset points", xytext=(5, 3), fontsize=7)
-        ax.axhline(metrics[ds]["kfed_over_oracle"]["mean"], color="grey", ls=":", label="k-FED (non-private)")
+        ax.axhline(metrics[ds]["kfed_over_oracle"]["ratio"], color="grey", ls=":", label="k-FED (non-private)")
         ax.axhline(1.0, color="k", ls="--", lw=1, label="oracle (non-private)")
         for m, colour in colours.items():
             ax.plot([], [], "o", color=colour, label=LABEL[m])
@@ -348,11 +270,11 @@ def _notes(params: Params, metrics: dict) -> str:
         "reading of claim 1. (5) IBM's diffprivlib (a library DP k-means with the same sphere-packing init) does "
         "not import with scikit-learn 1.9, so no library DP k-means is compared.\n\n"
         f"**Results, Gaussian mixture** (headline T = {g['headline_T']}). Cost per point: {lines}. Accuracy: {acc}. "
-        f"FedDP / oracle cost {r['oracle']['mean']:.3f} [{r['oracle']['ci_low']:.3f}, {r['oracle']['ci_high']:.3f}]; "
-        f"FedDP / k-FED {r['kfed']['mean']:.3f}; k-FED / oracle {g['kfed_over_oracle']['mean']:.3f}. The init alone reaches accuracy {g['init']['accuracy']['mean']:.3f}; "
+        f"FedDP / oracle cost {r['oracle']['ratio']:.3f} [{r['oracle']['ci_low']:.3f}, {r['oracle']['ci_high']:.3f}]; "
+        f"FedDP / k-FED {r['kfed']['ratio']:.3f}; k-FED / oracle {g['kfed_over_oracle']['ratio']:.3f}. The init alone reaches accuracy {g['init']['accuracy']['mean']:.3f}; "
         f"{g['init']['server_points_kept_mean']:.0f} server points kept on average, "
         f"{g['init']['ood_server_points_kept_mean']:.0f} of them out-of-distribution. Baselines at their better T: "
-        + "; ".join(f"{k} (T = {v['baseline_T']}): FedDP / baseline {v['mean']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
+        + "; ".join(f"{k} (T = {v['baseline_T']}): FedDP / baseline {v['ratio']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
                     for k, v in r.items() if k not in ("oracle", "kfed"))
         + ". The oracle is a single k-means++ run (scikit-learn's n_init='auto'), so it can stop in a local optimum "
         "and FedDP can beat it (ratio < 1). The baselines' T is chosen from the run's `lloyd_steps` only (the plan's "

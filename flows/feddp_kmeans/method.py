@@ -48,13 +48,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import optimize, stats
 from scipy.linalg import eigh
 from scipy.ndimage import gaussian_filter
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans, kmeans_plusplus
+
+from flows.feddp_kmeans.params import Params
+from tasks.data import save_parquet
 
 DATASETS = ("gaussian", "digits")
 DATASET_ID = {name: i for i, name in enumerate(DATASETS)}
@@ -530,24 +535,37 @@ def majority_accuracy(pred: np.ndarray, truth: np.ndarray) -> float:
 # =============================================================================================
 # One seed
 # =============================================================================================
-def budget_from(config: dict, prefix: str = "") -> Budget:
-    c = config
-    return Budget(eps_outer=c["eps_outer"], eps_weight=c["eps_weight"], eps_init=c["eps_init"],
-                  init_split=c["init_split"], eps_lloyd=c["eps_lloyd"], lloyd_split=c["lloyd_split"],
-                  delta=c["delta"], clip=c[f"{prefix}clip"], count_clip=1.0)
+def budget_from(p: Params, dataset: str = "gaussian") -> Budget:
+    """The privacy budget of a run on ``dataset``: the per-step eps, splits and delta of ``p``, and the
+    data set's clipping bound (``p.clip`` for the Gaussian mixture, ``p.digits_clip`` for digits)."""
+    return Budget(eps_outer=p.eps_outer, eps_weight=p.eps_weight, eps_init=p.eps_init, init_split=p.init_split,
+                  eps_lloyd=p.eps_lloyd, lloyd_split=p.lloyd_split, delta=p.delta,
+                  clip=p.clip if dataset == "gaussian" else p.digits_clip, count_clip=1.0)
 
 
-def prepare_data(config: dict, dataset: str, seed: int) -> FedData:
-    """The seed's federated data set (deterministic in (seed, dataset))."""
+def prepare_data(p: Params, dataset: str, seed: int) -> FedData:
+    """The seed's federated data set (deterministic in (seed, dataset)): the Gaussian mixture from
+    ``p.k``, ``p.dim``, ``p.variance``, ``p.n_clients``, ``p.per_client``, ``p.server_*`` and
+    ``p.client_components``, or digits from the ``p.digits_*`` fields."""
     rng = np.random.default_rng([seed, DATASET_ID[dataset], METHOD_ID["data"]])
-    c = config
     if dataset == "gaussian":
-        return make_gaussian_mixture(c["k"], c["dim"], c["variance"], c["n_clients"], c["per_client"],
-                                     c["server_per_component"], c["server_uniform"], c["client_components"], rng)
+        return make_gaussian_mixture(p.k, p.dim, p.variance, p.n_clients, p.per_client, p.server_per_component,
+                                     p.server_uniform, p.client_components, rng)
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
-    return make_digits(X, y, c["digits_clients"], c["digits_alpha"], c["digits_server"], c["digits_blur"],
-                       c["digits_server_noise"], rng)
+    return make_digits(X, y, p.digits_clients, p.digits_alpha, p.digits_server, p.digits_blur,
+                       p.digits_server_noise, rng)
+
+
+def dataset_frame(data: FedData, n_clients: int | None = None) -> pd.DataFrame:
+    """A federated data set as one float32 table: features ``x0..``, ``client`` (server rows: -1) and
+    ``label``; only the first ``n_clients`` clients (all when None)."""
+    columns = [f"x{i}" for i in range(data.server.shape[1])]
+    frames = [pd.DataFrame(X.astype(np.float32), columns=columns).assign(client=j, label=y)
+              for j, (X, y) in enumerate(zip(data.clients[:n_clients], data.labels[:n_clients]))]
+    frames.append(pd.DataFrame(data.server.astype(np.float32), columns=columns)
+                  .assign(client=-1, label=data.server_labels))
+    return pd.concat(frames, ignore_index=True)
 
 
 def evaluate(data: FedData, centres: np.ndarray, X: np.ndarray | None = None, sq: np.ndarray | None = None) -> dict:
@@ -563,12 +581,12 @@ def evaluate(data: FedData, centres: np.ndarray, X: np.ndarray | None = None, sq
             "accuracy_majority": majority_accuracy(pred, y)}
 
 
-def run_dataset(config: dict, dataset: str, seed: int, data: FedData | None = None) -> list[dict]:
+def run_dataset(p: Params, dataset: str, seed: int, data: FedData | None = None) -> list[dict]:
     """All methods on one data set for one seed: a list of row dicts (dataset, method, T, budget, cost,
-    accuracy, eps_prv, eps_basic, ...)."""
-    data = prepare_data(config, dataset, seed) if data is None else data
-    prefix = "" if dataset == "gaussian" else "digits_"
-    budget = budget_from(config, prefix)
+    accuracy, eps_prv, eps_basic, ...). Reads the budget (:func:`budget_from`), ``p.lloyd_steps``,
+    ``p.min_server_weight``, ``p.margin`` and ``p.kfed_k_client``, and the data fields when ``data`` is None."""
+    data = prepare_data(p, dataset, seed) if data is None else data
+    budget = budget_from(p, dataset)
     k = data.k
     clipped = [clip_rows(X, budget.clip)[0] for X in data.clients]
     frac_clipped = float(np.mean(np.concatenate([np.linalg.norm(X, axis=1) > budget.clip for X in data.clients])))
@@ -582,10 +600,9 @@ def run_dataset(config: dict, dataset: str, seed: int, data: FedData | None = No
     init = init_noise(budget)
     per_step_sum = budget.eps_outer + budget.eps_weight + budget.eps_init + budget.eps_lloyd
 
-    centres, diag = feddp_init(clipped, data.server, k, init, config["min_server_weight"], config["margin"],
-                               stream("feddp"))
+    centres, diag = feddp_init(clipped, data.server, k, init, p.min_server_weight, p.margin, stream("feddp"))
     init_eval = evaluate(data, centres, pooled, sq)
-    for T in config["lloyd_steps"]:                                # one init, then T DP-Lloyd rounds
+    for T in p.lloyd_steps:                                        # one init, then T DP-Lloyd rounds
         rng = stream("feddp", T)
         lloyd = lloyd_noise(budget.eps_lloyd, budget.lloyd_split, budget.delta, budget.clip, budget.count_clip, T)
         final = fed_dp_lloyds(clipped, centres, T, *lloyd, rng)
@@ -600,7 +617,7 @@ def run_dataset(config: dict, dataset: str, seed: int, data: FedData | None = No
                      "ood_server_points_kept": int((diag["server_keep"] & ood).sum())})
 
     for name in ("sphere", "serverpp"):
-        for T in config["lloyd_steps"]:
+        for T in p.lloyd_steps:
             if T == 0:
                 continue
             for label, eps_l in (("lloyd_only", budget.eps_lloyd), ("matched", per_step_sum)):
@@ -617,7 +634,7 @@ def run_dataset(config: dict, dataset: str, seed: int, data: FedData | None = No
                              "eps_prv": eps["eps_prv"], "eps_basic": eps_l, "delta_basic": budget.delta})
 
     rng = stream("kfed")
-    centres = kfed(data.clients, k, config["kfed_k_client"], config["margin"], rng)
+    centres = kfed(data.clients, k, p.kfed_k_client, p.margin, rng)
     rows.append({**base, "method": "kfed", "T": 0, "budget": "non_private", **evaluate(data, centres, pooled, sq),
                  "eps_prv": math.inf, "eps_basic": math.inf, "delta_basic": 0.0})
     centres = oracle_kmeans(pooled, k, stream("oracle"))
@@ -626,26 +643,38 @@ def run_dataset(config: dict, dataset: str, seed: int, data: FedData | None = No
     return rows
 
 
-def equivalence_check(config: dict, seed: int) -> float:
+def equivalence_check(k: int, seed: int) -> float:
     """Max |federated Lloyd step (noise off) - centralised Lloyd step on the pooled data| over a few
-    steps on a small Gaussian-mixture instance; the centralised step is scikit-learn's ``KMeans`` with
-    ``max_iter=1`` from the same centres."""
+    steps on a small Gaussian-mixture instance with ``k`` components; the centralised step is
+    scikit-learn's ``KMeans`` with ``max_iter=1`` from the same centres."""
     rng = np.random.default_rng([seed, 99])
-    data = make_gaussian_mixture(config["k"], 8, 0.5, 7, 60, 2, 3, 0, rng)
-    centres = data.server[: config["k"]].copy()
+    data = make_gaussian_mixture(k, 8, 0.5, 7, 60, 2, 3, 0, rng)
+    centres = data.server[:k].copy()
     worst = 0.0
     for _ in range(3):
         fed = fed_lloyd_step(data.clients, centres, 0.0, 0.0, rng)
-        central = KMeans(n_clusters=config["k"], init=centres, n_init=1, max_iter=1, algorithm="lloyd").fit(
+        central = KMeans(n_clusters=k, init=centres, n_init=1, max_iter=1, algorithm="lloyd").fit(
             data.pooled).cluster_centers_
         worst = max(worst, float(np.max(np.abs(fed - central))))
         centres = fed
     return worst
 
 
-def run_seed(config: dict, seed: int) -> dict:
-    """Every data set and method for one seed: ``{"rows": [...], "equivalence_max_abs": float}``."""
+def run_seed(p: Params, seed: int) -> dict:
+    """Every data set of ``p.datasets`` and every method for one seed:
+    ``{"rows": [...], "equivalence_max_abs": float}``."""
     rows = []
-    for dataset in config["datasets"]:
-        rows += run_dataset(config, dataset, seed)
-    return {"rows": rows, "equivalence_max_abs": equivalence_check(config, seed)}
+    for dataset in p.datasets:
+        rows += run_dataset(p, dataset, seed)
+    return {"rows": rows, "equivalence_max_abs": equivalence_check(p.k, seed)}
+
+
+def save_datasets(p: Params, seed: int, data_dir: str, gaussian_clients: int) -> list[str]:
+    """The seed's federated data sets as Parquet files ``<data_dir>/<dataset>_seed<seed>.parquet``
+    (:func:`dataset_frame`). Of the Gaussian mixture only the server and the first ``gaussian_clients``
+    clients are kept (the full set is 100k x 100 and regenerates from the seed); digits are saved whole."""
+    paths = []
+    for name in p.datasets:
+        frame = dataset_frame(prepare_data(p, name, seed), gaussian_clients if name == "gaussian" else None)
+        paths.append(str(save_parquet(frame, Path(data_dir) / f"{name}_seed{seed}.parquet")))
+    return paths

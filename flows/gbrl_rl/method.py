@@ -13,7 +13,7 @@ Read top to bottom:
    ``MLPActorCritic`` is the stable-baselines3-style MLP trained with Adam;
 3. PPO pieces shared by both (GAE, the clipped loss, reward normalisation), the training loop and
    the evaluation (greedy actions, optional nuisance-feature perturbation);
-4. ``run_one(config, env, algo, seed)``: one training run, JSON-able results.
+4. ``run_one(p, env, algo, seed)``: one training run at the flow's typed params ``p``, JSON-able results.
 
 Randomness only through ``np.random.default_rng`` (actions, minibatches, env seeds) and
 ``torch.Generator`` (network initialisation): the same seed gives bit-identical results. gbrl's
@@ -40,6 +40,7 @@ import torch  # noqa: E402
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, STATE_TO_IDX  # noqa: E402
 from torch import nn  # noqa: E402
 
+from flows.gbrl_rl.params import GBRLConfig, IrregularConfig, NNConfig, Params  # noqa: E402
 from tasks.train import torch_single_thread  # noqa: E402
 
 CATEGORICAL_DTYPE = np.dtype("S128")  # what gbrl reads as categorical features
@@ -139,10 +140,10 @@ class IrregularTask:
     table: np.ndarray = field(repr=False)
 
     @classmethod
-    def make(cls, cfg: dict, rng: np.random.Generator) -> "IrregularTask":
-        shape = (cfg["n_categories"],) * cfg["n_relevant"]
-        return cls(cfg["n_relevant"], cfg["n_categories"], cfg["n_nuisance"], cfg["n_nuisance_categories"],
-                   cfg["n_actions"], rng.integers(0, cfg["n_actions"], size=shape))
+    def make(cls, cfg: IrregularConfig, rng: np.random.Generator) -> "IrregularTask":
+        shape = (cfg.n_categories,) * cfg.n_relevant
+        return cls(cfg.n_relevant, cfg.n_categories, cfg.n_nuisance, cfg.n_nuisance_categories,
+                   cfg.n_actions, rng.integers(0, cfg.n_actions, size=shape))
 
     @property
     def sizes(self) -> list[int]:
@@ -277,13 +278,13 @@ class GBRLActorCritic:
 
     kind = "gbrl"
 
-    def __init__(self, input_dim: int, n_actions: int, cfg: dict):
+    def __init__(self, input_dim: int, n_actions: int, cfg: GBRLConfig):
         self.model = ActorCritic(
-            tree_struct={"max_depth": cfg["max_depth"], "grow_policy": "oblivious", "n_bins": cfg["n_bins"],
+            tree_struct={"max_depth": cfg.max_depth, "grow_policy": "oblivious", "n_bins": cfg.n_bins,
                          "min_data_in_leaf": 0, "par_th": 2},
             input_dim=input_dim, output_dim=n_actions + 1,
-            policy_optimizer={"policy_algo": "SGD", "policy_lr": cfg["policy_lr"], "start_idx": 0, "stop_idx": n_actions},
-            value_optimizer={"value_algo": "SGD", "value_lr": cfg["value_lr"], "start_idx": n_actions,
+            policy_optimizer={"policy_algo": "SGD", "policy_lr": cfg.policy_lr, "start_idx": 0, "stop_idx": n_actions},
+            value_optimizer={"value_algo": "SGD", "value_lr": cfg.value_lr, "start_idx": n_actions,
                              "stop_idx": n_actions + 1},
             shared_tree_struct=True,
             params={"split_score_func": "cosine", "generator_type": "Quantile", "control_variates": False},
@@ -308,9 +309,9 @@ class MLPActorCritic(nn.Module):
 
     kind = "nn"
 
-    def __init__(self, input_dim: int, n_actions: int, cfg: dict, generator: torch.Generator):
+    def __init__(self, input_dim: int, n_actions: int, cfg: NNConfig, generator: torch.Generator):
         super().__init__()
-        h = cfg["hidden"]
+        h = cfg.hidden
         self.pi = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, n_actions))
         self.vf = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, 1))
         for net in (self.pi, self.vf):
@@ -320,8 +321,8 @@ class MLPActorCritic(nn.Module):
                     nn.init.zeros_(layer.bias)
         nn.init.orthogonal_(self.pi[-1].weight, gain=0.01, generator=generator)
         nn.init.orthogonal_(self.vf[-1].weight, gain=1.0, generator=generator)
-        self.opt = torch.optim.Adam(self.parameters(), lr=cfg["lr"], eps=1e-5)
-        self.max_grad_norm = cfg["max_grad_norm"]
+        self.opt = torch.optim.Adam(self.parameters(), lr=cfg.lr, eps=1e-5)
+        self.max_grad_norm = cfg.max_grad_norm
         self.obs_rms = RunningMeanStd(input_dim)
 
     def forward(self, x: np.ndarray, requires_grad: bool = False):
@@ -417,12 +418,15 @@ def log_softmax_np(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
-def train_ppo(agent, env: VecEnv, features, algo_cfg: dict, total_steps: int, gamma: float, lam: float,
-              rng: np.random.Generator, curve_window: int = 20) -> list[dict]:
+def train_ppo(agent, env: VecEnv, features, algo_cfg: GBRLConfig | NNConfig, total_steps: int, gamma: float,
+              lam: float, rng: np.random.Generator, curve_window: int = 20) -> list[dict]:
     """Train ``agent`` with PPO for ``total_steps`` environment steps; returns the learning curve as rows
     {"steps", "train_return"}: after each rollout, the mean undiscounted return of the episodes that finished
-    in it, or of the last ``curve_window`` finished episodes if that is more (NaN before the first one)."""
-    n_envs, n_steps = algo_cfg["n_envs"], algo_cfg["n_steps"]
+    in it, or of the last ``curve_window`` finished episodes if that is more (NaN before the first one).
+
+    ``algo_cfg`` gives the rollout shape (n_envs x n_steps), batch_size, n_epochs and the loss
+    coefficients clip_range, ent_coef, vf_coef."""
+    n_envs, n_steps = algo_cfg.n_envs, algo_cfg.n_steps
     batch = n_envs * n_steps
     n_rollouts = max(1, total_steps // batch)
     normalize = RewardNormalizer(n_envs, gamma)
@@ -456,14 +460,14 @@ def train_ppo(agent, env: VecEnv, features, algo_cfg: dict, total_steps: int, ga
         acts = torch.from_numpy(act_buf.reshape(-1))
         old_logp = torch.from_numpy(logp_buf.reshape(-1)).float()
         adv_t, ret_t = torch.from_numpy(adv.reshape(-1)).float(), torch.from_numpy(ret.reshape(-1)).float()
-        mb = algo_cfg["batch_size"]
-        for _ in range(algo_cfg["n_epochs"]):
+        mb = algo_cfg.batch_size
+        for _ in range(algo_cfg.n_epochs):
             perm = rng.permutation(batch)
             for start in range(0, batch, mb):
                 idx = perm[start:start + mb]
                 logits, values = agent.forward(features(flat_obs[idx]), requires_grad=True)
                 loss, _ = ppo_loss(logits, values, acts[idx], old_logp[idx], adv_t[idx], ret_t[idx],
-                                   algo_cfg["clip_range"], algo_cfg["ent_coef"], algo_cfg["vf_coef"])
+                                   algo_cfg.clip_range, algo_cfg.ent_coef, algo_cfg.vf_coef)
                 agent.update(loss)
         finished = len(env.episode_returns) - n_done_before
         n_done_before = len(env.episode_returns)
@@ -508,45 +512,47 @@ ALGO_STREAM = {"gbrl": 1, "nn": 2}
 ENV_STREAM = {name: i for i, name in enumerate(ENV_NAMES)}
 
 
-def run_one(config: dict, env_name: str, algo: str, seed: int) -> dict:
+def run_one(p: Params, env_name: str, algo: str, seed: int) -> dict:
     """See ``_run_one``; runs single-threaded (gbrl OpenMP and torch intra-op)."""
     with single_threaded():
-        return _run_one(config, env_name, algo, seed)
+        return _run_one(p, env_name, algo, seed)
 
 
-def _run_one(config: dict, env_name: str, algo: str, seed: int) -> dict:
-    """Train one agent (``algo`` in {"gbrl", "nn"}) on ``env_name`` for ``config["steps"][env_name]`` steps,
-    then evaluate it greedily on ``config["eval_episodes"]`` fresh episodes (and, on the irregular task,
-    with the nuisance features perturbed). Returns JSON-able scalars and the learning-curve rows.
+def _run_one(p: Params, env_name: str, algo: str, seed: int) -> dict:
+    """Train one agent (``algo`` in {"gbrl", "nn"}, hyperparameters ``p.gbrl`` / ``p.nn``) on ``env_name``
+    for ``p.steps[env_name]`` steps (discount ``p.gamma``, GAE ``p.gae_lambda``, network inputs encoded as
+    ``p.nn_encoding``, the irregular task built from ``p.irregular``), then evaluate it greedily on
+    ``p.eval_episodes`` fresh episodes (and, on the irregular task, with the nuisance features perturbed).
+    Returns JSON-able scalars and the learning-curve rows.
 
     The task instance (irregular lookup table) and the environment seeds depend on (seed, env) only, so
     both algorithms of a seed face the same task; actions/minibatches use an (seed, env, algo) stream.
     """
+    algo_cfg = p.gbrl if algo == "gbrl" else p.nn
     started, cpu_started = time.perf_counter(), time.thread_time()
     task_rng = np.random.default_rng([seed, ENV_STREAM[env_name], 0])
-    task = IrregularTask.make(config["irregular"], task_rng) if env_name == "irregular" else None
-    env = VecEnv(env_name, config[algo]["n_envs"], np.random.default_rng([seed, ENV_STREAM[env_name], 1]), task)
-    gbrl_features, nn_features = make_encoders(env_name, task, config["nn_encoding"])
+    task = IrregularTask.make(p.irregular, task_rng) if env_name == "irregular" else None
+    env = VecEnv(env_name, algo_cfg.n_envs, np.random.default_rng([seed, ENV_STREAM[env_name], 1]), task)
+    gbrl_features, nn_features = make_encoders(env_name, task, p.nn_encoding)
     features = gbrl_features if algo == "gbrl" else nn_features
     input_dim = features(env.reset()).shape[1]
     if algo == "gbrl":
-        agent = GBRLActorCritic(input_dim, env.n_actions, config["gbrl"])
+        agent = GBRLActorCritic(input_dim, env.n_actions, p.gbrl)
     else:
-        agent = MLPActorCritic(input_dim, env.n_actions, config["nn"],
+        agent = MLPActorCritic(input_dim, env.n_actions, p.nn,
                                torch.Generator().manual_seed(int(seed) * 1000 + ENV_STREAM[env_name]))
     rng = np.random.default_rng([seed, ENV_STREAM[env_name], 2, ALGO_STREAM[algo]])
-    curve = train_ppo(agent, env, features, config[algo], config["steps"][env_name], config["gamma"],
-                      config["gae_lambda"], rng)
+    curve = train_ppo(agent, env, features, algo_cfg, p.steps[env_name], p.gamma, p.gae_lambda, rng)
     train_s = time.perf_counter() - started
     eval_rng = np.random.default_rng([seed, ENV_STREAM[env_name], 3])  # same eval episodes for both algos
-    returns = evaluate(agent, env_name, features, config["eval_episodes"], eval_rng, task)
+    returns = evaluate(agent, env_name, features, p.eval_episodes, eval_rng, task)
     curve_y = np.array([row["train_return"] for row in curve])
     out = {"env": env_name, "algo": algo, "seed": int(seed), "final_return": float(returns.mean()),
            "curve_mean": float(np.nanmean(curve_y)) if np.isfinite(curve_y).any() else 0.0,
            "steps": int(curve[-1]["steps"]), "curve": [{"env": env_name, "algo": algo, "seed": int(seed), **row}
                                                      for row in curve]}
     if env_name == "irregular":
-        ood = evaluate(agent, env_name, features, config["eval_episodes"], np.random.default_rng([seed, ENV_STREAM[env_name], 3]),
+        ood = evaluate(agent, env_name, features, p.eval_episodes, np.random.default_rng([seed, ENV_STREAM[env_name], 3]),
                        task, perturb=True)
         out["ood_return"] = float(ood.mean())
         out["optimal_return"] = 1.0

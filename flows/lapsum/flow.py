@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.lapsum import method
+from flows.lapsum.params import SMOKE, Params
 from tasks import stats
-from tasks.data import load_bundled, save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.data import save_bundled
+from tasks.paper import over_seeds, paper_flow, run_task
 
 BASELINES_TIMED = ("sinkhorn", "neuralsort", "softsort")  # the plan's "faster than" comparison
 
@@ -68,62 +68,6 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    methods: list[str] = Field(min_length=2, description="soft top-k methods; must include lapsum")
-    tau: float = Field(gt=0, description="shared temperature: LapSum alpha, softmax/NeuralSort/SoftSort tau, Sinkhorn eps = 2 tau")
-    correctness_n: int = Field(ge=20, description="items per row in the exactness checks")
-    alpha_hard: float = Field(gt=0, description="alpha of the hard-limit check")
-    scaling_ns: list[int] = Field(min_length=2, description="n of the runtime scaling (k = n/10); decades")
-    scaling_batch: int = Field(ge=1)
-    scaling_reps: int = Field(ge=1, description="timed calls per point (minimum reported)")
-    timing_threads: int = Field(ge=1, description="torch threads while timing")
-    quadratic_cap: int = Field(ge=10, description="largest n timed for NeuralSort/SoftSort")
-    sinkhorn_cap: int = Field(ge=10, description="largest n timed for Sinkhorn")
-    sinkhorn_iter_timing: int = Field(ge=1)
-    n_compare: int = Field(ge=10, description="n of the 'faster than the baselines' comparison")
-    select_n: int = Field(ge=20, description="items per learn-to-select instance")
-    select_ks: list[int] = Field(min_length=1, description="k values; the largest is the 'large k' claim")
-    select_steps: int = Field(ge=1, description="Adam steps per method (equal for all methods)")
-    select_batch: int = Field(ge=1, description="instances per step")
-    select_lr: float = Field(gt=0)
-    select_hidden: int = Field(ge=1)
-    select_noise: float = Field(ge=0, description="noise std added to the unit-std hidden score")
-    sinkhorn_iter_train: int = Field(ge=1)
-    digits_steps: int = Field(ge=1)
-    digits_alpha: float = Field(gt=0)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        unknown = set(self.methods) - set(method.METHODS)
-        if unknown or "lapsum" not in self.methods:
-            raise ValueError(f"methods must include lapsum and be among {method.METHODS}; got {self.methods}")
-        if any(not 0 < k < self.select_n for k in self.select_ks):
-            raise ValueError("select_ks must lie strictly between 0 and select_n")
-        ns = sorted(self.scaling_ns)
-        if ns[-1] != 10 * ns[-2]:
-            raise ValueError("the two largest scaling_ns must be a decade apart (n_max = 10 * n_second)")
-        if self.n_compare not in self.scaling_ns or self.n_compare > self.quadratic_cap:
-            raise ValueError("n_compare must be one of scaling_ns and at most quadratic_cap")
-        return self
-
-
-SMOKE = {"seeds": 1, "correctness_n": 40, "scaling_ns": [100, 1000], "n_compare": 1000,
-         "select_n": 200, "select_ks": [5, 50], "select_steps": 5, "digits_steps": 10}
-
-
-@paper_task
-def time_scaling(config: dict) -> list[dict]:
-    """Runtime scaling, alone (before the seeds start) so that nothing else competes for the cores."""
-    return method.run_scaling(config["scaling_ns"], config["methods"], config["quadratic_cap"],
-                              config["sinkhorn_cap"], config["scaling_batch"], config["scaling_reps"],
-                              config["tau"], config["sinkhorn_iter_timing"], config["timing_threads"])
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int, digits_path: str) -> dict:
-    return method.run_seed(config, seed, digits_path)
-
-
 def _figure(scaling: pd.DataFrame, select: pd.DataFrame, sweep: pd.DataFrame):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
@@ -149,12 +93,11 @@ def _figure(scaling: pd.DataFrame, select: pd.DataFrame, sweep: pd.DataFrame):
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    X, y = load_bundled("digits")
-    digits_path = str(save_parquet(pd.concat([X, y], axis=1), ctx.data_dir / "digits.parquet"))
+    digits_path = str(save_bundled("digits", ctx.data_dir / "digits.parquet"))
 
-    scaling = pd.DataFrame(time_scaling(config))
-    per_seed = run_one_seed.map(unmapped(config), ctx.seeds, unmapped(digits_path)).result()
+    # Runtime scaling alone, before the seeds start, so that nothing else competes for the cores.
+    scaling = pd.DataFrame(run_task(method.run_scaling, p=params))
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, digits=digits_path)
 
     # --- A: correctness (worst case over seeds) and runtime scaling
     cor = [r["correctness"] for r in per_seed]

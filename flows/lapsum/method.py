@@ -15,7 +15,7 @@ Read top to bottom:
 6. ``bisection_topk``: a naive, independent reference (bisection on b + one differentiable
    Newton step, so autograd yields the implicit-function gradient) used by the tests.
 7. Experiments: A (correctness, runtime scaling), B (learn-to-select with k in {20, 200, 1000}),
-   C (top-2 loss on ``load_digits``), and ``run_seed(config, seed)``.
+   C (top-2 loss on ``load_digits``), and ``run_seed(p, seed)`` with ``p`` the flow's typed params.
 
 Conventions: scores ``r`` have shape (B, n) (a batch of B vectors of n items); larger scores get
 larger membership probabilities; ``k`` is a float in (0, n) or a tensor of shape (B,);
@@ -31,6 +31,8 @@ from typing import Callable
 
 import numpy as np
 import torch
+
+from flows.lapsum.params import Params
 
 # ---------------------------------------------------------------------------------------------
 # 1. The Laplace CDF and LapSum
@@ -409,8 +411,8 @@ def time_forward_backward(method: str, n: int, batch: int = 4, reps: int = 3, ta
     return float(min(cpu[1:])), float(min(wall[1:]))
 
 
-def run_scaling(ns: list[int], methods: list[str], quadratic_cap: int, sinkhorn_cap: int, batch: int = 4,
-                reps: int = 3, tau: float = 1.0, sinkhorn_iter: int = 100, threads: int | None = 1) -> list[dict]:
+def scaling_rows(ns: list[int], methods: list[str], quadratic_cap: int, sinkhorn_cap: int, batch: int = 4,
+                 reps: int = 3, tau: float = 1.0, sinkhorn_iter: int = 100, threads: int | None = 1) -> list[dict]:
     """Rows {method, n, cpu_s, wall_s} of forward+backward time (k = n/10, float32, min over ``reps``);
     quadratic baselines up to ``quadratic_cap`` items, Sinkhorn (autograd memory O(n * iterations))
     up to ``sinkhorn_cap``.  ``threads``: torch intra-op threads while timing (process-wide; restored
@@ -430,6 +432,12 @@ def run_scaling(ns: list[int], methods: list[str], quadratic_cap: int, sinkhorn_
         return rows
     finally:
         torch.set_num_threads(previous)
+
+
+def run_scaling(p: Params) -> list[dict]:
+    """Experiment A's runtime scaling at the flow's params: :func:`scaling_rows` over ``p.scaling_ns``."""
+    return scaling_rows(p.scaling_ns, p.methods, p.quadratic_cap, p.sinkhorn_cap, p.scaling_batch, p.scaling_reps,
+                        p.tau, p.sinkhorn_iter_timing, p.timing_threads)
 
 
 # --- B: learn-to-select ------------------------------------------------------------------------------
@@ -555,22 +563,19 @@ def digits_topk(X: np.ndarray, y: np.ndarray, seed: int, loss: str, steps: int =
 # --- one seed ---------------------------------------------------------------------------------------
 
 
-def run_seed(config: dict, seed: int, digits: tuple[np.ndarray, np.ndarray] | str | None = None) -> dict:
+def run_seed(p: Params, seed: int, digits: tuple[np.ndarray, np.ndarray] | str | None = None) -> dict:
     """Experiments A (correctness), B (learn-to-select for each k and method) and C (digits) for one seed.
 
-    ``config`` keys: correctness_n, alpha_hard, select_n, select_ks, select_steps, select_batch,
-    select_lr, select_hidden, select_noise, tau, sinkhorn_iter_train, methods, digits_steps,
-    digits_alpha.  ``digits``: (X, y) arrays, or the path of a Parquet file with the features and a
-    ``target`` column; loaded from scikit-learn when None.
+    ``digits``: (X, y) arrays, or the path of a Parquet file with the features and a ``target``
+    column; loaded from scikit-learn when None.
     """
-    out = {"seed": seed, "correctness": correctness(seed, n=config["correctness_n"], alpha_hard=config["alpha_hard"])}
+    out = {"seed": seed, "correctness": correctness(seed, n=p.correctness_n, alpha_hard=p.alpha_hard)}
     rows = []
-    for k in config["select_ks"]:
-        for method in config["methods"]:
-            rows.append(learn_to_select(method, int(k), seed, n=config["select_n"], steps=config["select_steps"],
-                                        batch=config["select_batch"], lr=config["select_lr"],
-                                        hidden=config["select_hidden"], tau=config["tau"],
-                                        sinkhorn_iter=config["sinkhorn_iter_train"], noise=config["select_noise"]))
+    for k in p.select_ks:
+        for method in p.methods:
+            rows.append(learn_to_select(method, int(k), seed, n=p.select_n, steps=p.select_steps,
+                                        batch=p.select_batch, lr=p.select_lr, hidden=p.select_hidden, tau=p.tau,
+                                        sinkhorn_iter=p.sinkhorn_iter_train, noise=p.select_noise))
     out["select"] = rows
     if digits is None:
         from sklearn.datasets import load_digits
@@ -582,6 +587,6 @@ def run_seed(config: dict, seed: int, digits: tuple[np.ndarray, np.ndarray] | st
 
         frame = pd.read_parquet(digits)
         digits = (frame.drop(columns="target").to_numpy(np.float64), frame["target"].to_numpy(np.int64))
-    out["digits"] = [digits_topk(digits[0], digits[1], seed, loss, steps=config["digits_steps"],
-                                 alpha=config["digits_alpha"]) for loss in ("ce", "topk")]
+    out["digits"] = [digits_topk(digits[0], digits[1], seed, loss, steps=p.digits_steps, alpha=p.digits_alpha)
+                     for loss in ("ce", "topk")]
     return out

@@ -4,26 +4,16 @@ the classifier's rare-class accuracy after fine-tuning on the generated data."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.longtail_guidance import method
+from flows.longtail_guidance.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import digits_pixels, save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.paper import over_seeds, paper_flow
 
 PAPER = Paper(
     slug="longtail_guidance",
@@ -74,53 +64,8 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    head_count: int = Field(ge=10, le=140, description="train images of the most frequent class")
-    decay: float = Field(gt=0, le=1, description="n_c = head_count * decay^c")
-    min_count: int = Field(ge=1, description="floor of n_c")
-    n_tail: int = Field(ge=1, le=9, description="the n_tail rarest classes are 'tail'")
-    val_per_class: int = Field(ge=1, description="balanced validation images per class (guidance-weight choice)")
-    test_per_class: int = Field(ge=1, description="balanced test images per class")
-    latent_dim: int = Field(ge=2, description="autoencoder latent dimension")
-    ae_hidden: int = Field(ge=4)
-    ae_epochs: int = Field(ge=1)
-    diffusion_steps: int = Field(ge=25, description="T of the latent DDPM (linear schedule; beta_T = 20/T < 1 needs T >= 25)")
-    diff_width: int = Field(ge=8)
-    diff_depth: int = Field(ge=1)
-    diff_train_steps: int = Field(ge=10)
-    label_dropout: float = Field(ge=0, lt=1, description="classifier-free label dropout")
-    cfg_scale: float = Field(ge=0, description="classifier-free guidance scale of the class conditioning")
-    pred_hidden: list[Annotated[int, Field(ge=2)]] = Field(min_length=1, description="predictor MLP hidden widths")
-    pred_epochs: int = Field(ge=1)
-    lr: float = Field(gt=0, description="Adam step of autoencoder, DDPM and predictor")
-    weight_decay: float = Field(ge=0)
-    batch_size: int = Field(ge=2)
-    n_heads: int = Field(ge=2, description="K heads of the epistemic head")
-    head_steps: int = Field(ge=1, description="full-batch Adam steps of the heads")
-    head_lr: float = Field(gt=0)
-    n_generate: int = Field(ge=10, description="synthetic images per method (same count for all)")
-    guidance_weights: list[Annotated[float, Field(gt=0)]] = Field(min_length=1, description="LTG weights w; one chosen on val")
-    signal_floor: float = Field(gt=0, description="guidance uses log(f_lt + floor)")
-    finetune_steps: int = Field(ge=1, description="Adam steps of fine-tuning (same for every method)")
-    finetune_lr: float = Field(gt=0)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if len(set(self.guidance_weights)) != len(self.guidance_weights):
-            raise ValueError("guidance_weights must be distinct")
-        return self
-
-
-SMOKE = {"seeds": 1, "ae_epochs": 5, "diffusion_steps": 25, "diff_train_steps": 30, "pred_epochs": 5,
-         "head_steps": 10, "n_generate": 40, "guidance_weights": [1.0], "finetune_steps": 10, "test_per_class": 10}
-
 METHODS = {"none": "no fine-tuning", "no_extra": "fine-tuned, no extra data", "unguided": "+ unguided",
            "ltg_entropy": "+ LTG-entropy", "ltg_epistemic": "+ LTG-epistemic"}
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int, digits_path: str) -> dict:
-    return method.run_seed(config, seed, digits_path)
 
 
 def _pp(values) -> np.ndarray:
@@ -140,10 +85,8 @@ def _aggregate(per_seed: list[dict], params: Params) -> dict:
         return {f"{k}_pp": v for k, v in d.items()}
 
     gen = pd.DataFrame([row for r in per_seed for row in r["generation"]])
-    generation = {variant: {col: stats.summarize(g[col].to_numpy())
-                            for col in ("epistemic_mean", "entropy_mean", "oracle_agrees", "oracle_agrees_tail",
-                                        "predictor_agrees", "test_tail_acc")}
-                  for variant, g in gen.groupby("variant", sort=False)}
+    generation = stats.summarize_by(gen, "variant", ["epistemic_mean", "entropy_mean", "oracle_agrees",
+                                                     "oracle_agrees_tail", "predictor_agrees", "test_tail_acc"])
     return {
         "accuracy_pp": acc,
         "ltg_vs_unguided": as_pp(gain("ltg_epistemic", "unguided")),
@@ -244,12 +187,11 @@ def _figure(per_seed: list[dict], curve: pd.DataFrame, scores: pd.DataFrame, met
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def longtail_guidance_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     X, y = digits_pixels()
     frame = pd.DataFrame(X, columns=[f"p{j}" for j in range(X.shape[1])]).assign(y=y)
     digits_path = str(save_parquet(frame, ctx.data_dir / "digits_pixels.parquet"))
 
-    per_seed = run_one_seed.map(unmapped(config), ctx.seeds, unmapped(digits_path)).result()
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, digits_path=digits_path)
     splits = pd.DataFrame([{"seed": r["seed"], "index": i, "split": part, "rank": int(np.flatnonzero(
         np.asarray(r["digit_order"]) == y[i])[0])} for r in per_seed for part, idx in r["split"].items() for i in idx])
     save_parquet(splits, ctx.data_dir / "longtail_splits.parquet")

@@ -35,7 +35,6 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -44,6 +43,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from torch import nn
 from torch.nn import functional as F
 
+from flows.longtail_guidance.params import Params
 from tasks import diffusion
 from tasks.data import digits_pixels, load_parquet
 from tasks.seeding import torch_generator, torch_seeded
@@ -318,24 +318,25 @@ def load_digits_parquet(path: str) -> tuple[np.ndarray, np.ndarray]:
     return frame[[f"p{j}" for j in range(64)]].to_numpy(float), frame["y"].to_numpy()
 
 
-def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) -> dict:
-    """The whole LTG experiment for one seed; returns JSON-able scalars and row lists.
+def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
+    """The whole LTG experiment for one seed at the flow's params ``p`` (every field but ``seeds``); returns
+    JSON-able scalars and row lists.
 
     Steps: long-tailed split; autoencoder; latent class-conditional DDPM; predictor; epistemic head (invariance
-    check, AUROC of tail vs head test images); generation of ``n_generate`` images (tail-weighted class
+    check, AUROC of tail vs head test images); generation of ``p.n_generate`` images (tail-weighted class
     allocation) unguided and with LTG (epistemic / entropy) at every guidance weight; fine-tuning of the predictor
     on long-tailed + synthetic data (and on long-tailed data alone); the guidance weight of each LTG variant is
-    chosen on the validation set's tail accuracy; test accuracies of all.
+    chosen on the validation set's tail accuracy; test accuracies of all. ``digits_path``: the flow's Parquet of
+    the digits (:func:`load_digits_parquet`); taken from scikit-learn when None.
     """
-    c = config
     timings: dict[str, float] = {}
     started = time.perf_counter()
     cpu_started = time.thread_time()
     X_np, y_np = load_digits_parquet(digits_path) if digits_path else digits_pixels()
     rng = np.random.default_rng([seed, 0])
-    counts = longtail_counts(c["head_count"], c["decay"], c["min_count"])
-    split = long_tailed_split(X_np, y_np, counts, c["val_per_class"], c["test_per_class"], rng)
-    tail_from = N_CLASSES - c["n_tail"]
+    counts = longtail_counts(p.head_count, p.decay, p.min_count)
+    split = long_tailed_split(X_np, y_np, counts, p.val_per_class, p.test_per_class, rng)
+    tail_from = N_CLASSES - p.n_tail
     # labels are class *ranks* (0 = most frequent digit): the model does not care which digit a rank is
     rank = split["rank"]
 
@@ -351,8 +352,8 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
         # --- autoencoder and standardised latents
         t0 = time.perf_counter()
         with torch_seeded(seed + 1):
-            ae = Autoencoder(X_tr.shape[1], c["latent_dim"], c["ae_hidden"])
-        train(ae, X_tr, X_tr, loss_fn=F.mse_loss, epochs=c["ae_epochs"], batch_size=c["batch_size"], lr=c["lr"],
+            ae = Autoencoder(X_tr.shape[1], p.latent_dim, p.ae_hidden)
+        train(ae, X_tr, X_tr, loss_fn=F.mse_loss, epochs=p.ae_epochs, batch_size=p.batch_size, lr=p.lr,
               seed=seed + 1)
         ae.requires_grad_(False)
         with torch.no_grad():
@@ -367,31 +368,31 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
 
         # --- class-conditional latent DDPM
         t0 = time.perf_counter()
-        schedule = diffusion.ddpm_schedule(c["diffusion_steps"], "linear")
+        schedule = diffusion.ddpm_schedule(p.diffusion_steps, "linear")
         with torch_seeded(seed + 2):
-            net = diffusion.TimeConditionedMLP(c["latent_dim"], c["diff_width"], c["diff_depth"], n_classes=N_CLASSES,
+            net = diffusion.TimeConditionedMLP(p.latent_dim, p.diff_width, p.diff_depth, n_classes=N_CLASSES,
                                                embedding_dim=32)
-        losses = diffusion.train_ddpm(net, (z_tr - z_mean) / z_std, schedule, steps=c["diff_train_steps"],
-                                      batch_size=c["batch_size"], lr=c["lr"], seed=seed + 2, labels=y_tr,
-                                      label_dropout=c["label_dropout"])
+        losses = diffusion.train_ddpm(net, (z_tr - z_mean) / z_std, schedule, steps=p.diff_train_steps,
+                                      batch_size=p.batch_size, lr=p.lr, seed=seed + 2, labels=y_tr,
+                                      label_dropout=p.label_dropout)
         net.requires_grad_(False)
         timings["diffusion_train_s"] = time.perf_counter() - t0
 
         # --- predictor and epistemic head
         t0 = time.perf_counter()
-        predictor = train_predictor(X_tr, y_tr, c["pred_hidden"], epochs=c["pred_epochs"], batch_size=c["batch_size"],
-                                    lr=c["lr"], weight_decay=c["weight_decay"], seed=seed + 3)
+        predictor = train_predictor(X_tr, y_tr, p.pred_hidden, epochs=p.pred_epochs, batch_size=p.batch_size,
+                                    lr=p.lr, weight_decay=p.weight_decay, seed=seed + 3)
         with torch.no_grad():
             logits_before = predictor(X_te).clone()
-        params_before = [p.detach().clone() for p in predictor.parameters()]
-        head = train_epistemic_head(predictor, X_tr, y_tr, n_heads=c["n_heads"], steps=c["head_steps"],
-                                    lr=c["head_lr"], weight_decay=c["weight_decay"], seed=seed + 4)
+        params_before = [w.detach().clone() for w in predictor.parameters()]
+        head = train_epistemic_head(predictor, X_tr, y_tr, n_heads=p.n_heads, steps=p.head_steps,
+                                    lr=p.head_lr, weight_decay=p.weight_decay, seed=seed + 4)
         model = PredictorWithEpistemicHead(predictor, head)
         with torch.no_grad():
             logits_after, epistemic_te = model(X_te)
         invariance = {
             "max_abs_logit_diff": float((logits_after - logits_before).abs().max()),
-            "max_abs_param_diff": float(max((p.detach() - q).abs().max() for p, q in zip(predictor.parameters(), params_before))),
+            "max_abs_param_diff": float(max((w.detach() - w0).abs().max() for w, w0 in zip(predictor.parameters(), params_before))),
             "bit_identical": bool(torch.equal(logits_after, logits_before)),
         }
         predictor.requires_grad_(False)
@@ -414,20 +415,19 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
 
         # --- generation: same z_T, ancestral noise and class allocation for every method
         t0 = time.perf_counter()
-        alloc = tail_weighted_allocation(counts, c["n_generate"])
+        alloc = tail_weighted_allocation(counts, p.n_generate)
         labels = torch.tensor(np.repeat(np.arange(N_CLASSES), alloc), dtype=torch.long)
-        z_T = torch.randn((len(labels), c["latent_dim"]), generator=torch_generator(seed + 5), dtype=DTYPE)
+        z_T = torch.randn((len(labels), p.latent_dim), generator=torch_generator(seed + 5), dtype=DTYPE)
         signals = {"epistemic": epistemic_signal(model), "entropy": entropy_signal(predictor)}
         variants: dict[str, tuple[str | None, float]] = {"unguided": (None, 0.0)}
         for name in signals:
-            for w in c["guidance_weights"]:
+            for w in p.guidance_weights:
                 variants[f"{name}@{w:g}"] = (name, float(w))
         synthetic: dict[str, torch.Tensor] = {}
         generation_rows = []
         for key, (name, w) in variants.items():
-            _, images = generate(net, schedule, decode, labels, z_T, cfg_scale=c["cfg_scale"], seed=seed + 6,
-                                 signal=signals[name] if name else None, weight=w,
-                                 floor=c["signal_floor"])
+            _, images = generate(net, schedule, decode, labels, z_T, cfg_scale=p.cfg_scale, seed=seed + 6,
+                                 signal=signals[name] if name else None, weight=w, floor=p.signal_floor)
             synthetic[key] = images
             with torch.no_grad():
                 logits_gen, epi_gen = model(images)
@@ -444,7 +444,7 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
 
         # --- fine-tuning on long-tailed + synthetic data; and on the long-tailed data alone
         t0 = time.perf_counter()
-        ft = {"steps": c["finetune_steps"], "batch_size": c["batch_size"], "lr": c["finetune_lr"], "seed": seed + 7}
+        ft = {"steps": p.finetune_steps, "batch_size": p.batch_size, "lr": p.finetune_lr, "seed": seed + 7}
         results = {"none": {"val": class_accuracy(predictor, X_va, y_va, r_va, tail_from), "test": base_acc}}
         no_extra = finetune(predictor, X_tr, y_tr, **ft)
         results["no_extra"] = {"val": class_accuracy(no_extra, X_va, y_va, r_va, tail_from),
@@ -458,7 +458,7 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
     # --- the guidance weight of each signal, chosen on validation tail accuracy (ties: the smaller weight)
     chosen = {}
     for name in signals:
-        best = max(c["guidance_weights"], key=lambda w: (results[f"{name}@{w:g}"]["val"]["tail"], -w))
+        best = max(p.guidance_weights, key=lambda w: (results[f"{name}@{w:g}"]["val"]["tail"], -w))
         chosen[name] = float(best)
         results[f"ltg_{name}"] = results[f"{name}@{best:g}"]
     for row in generation_rows:

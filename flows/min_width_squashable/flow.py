@@ -4,28 +4,17 @@ a ReLU control, a non-monotone width-1 exception, and the squashability construc
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.min_width_squashable import method
+from flows.min_width_squashable.params import PLAN_ACTIVATIONS, SMOKE, Params
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.paper import paper_flow, run_mapped, start_task
 
-# Fixed from the plan before any run (never tuned on results):
-PLAN_ACTIVATIONS = ("tanh", "sigmoid")  # the plan's width experiments
+# Fixed from the plan before any run (never tuned on results; the plan's activations are in params.py):
 SUFFICIENT_FRACTION = 0.25              # "width w* reaches <= 0.25 x the width-(w* - 1) lower bound"
 PLAN_MIN_DEPTH = 8                      # the plan's depths 8-16: the claims use the best net of depth >= 8
 BOUND_SLACK = 0.99                      # "within 1 % numerical slack"
@@ -102,76 +91,15 @@ PAPER = Paper(
     ),
 )
 
-_ACTS = Literal[tuple(method.ACTIVATIONS)]  # type: ignore[valid-type]
-
-
-class Params(PaperParams):
-    activations: list[_ACTS] = Field(min_length=1, description="monotone activations trained on every target")
-    nonmonotone_activation: _ACTS = Field(description="width-1 non-monotone activation on target (a)")
-    width_offsets: list[Annotated[int, Field(ge=-1, le=3)]] = Field(min_length=2, description="widths w* + offset")
-    depths: list[Annotated[int, Field(ge=1, le=64)]] = Field(min_length=1, description="hidden layers")
-    n_points_1d: int = Field(ge=50, description="evaluation grid (1-D targets), midpoints")
-    n_per_axis_2d: int = Field(ge=8, description="evaluation grid per axis (2-D target)")
-    n_train_1d: int = Field(ge=20, description="training grid (1-D targets), midpoints")
-    n_train_2d: int = Field(ge=5, description="training grid per axis (2-D target)")
-    steps: int = Field(ge=1, description="full-batch Adam steps")
-    lr: float = Field(gt=0, le=1, description="Adam learning rate (cosine decay to lr/100)")
-    init: dict[_ACTS, Literal["identity", "glorot"]] = Field(description="hidden-layer initialisation per activation")
-    init_noise: float = Field(ge=0, description="noise of the identity initialisation")
-    lb_angles: int = Field(ge=4, description="directions of the ridge lower bound (target b)")
-    demo_activations: list[_ACTS] = Field(min_length=1, description="activations of the squashability test")
-    demo_epsilons: list[Annotated[float, Field(gt=0)]] = Field(min_length=1, description="identity scales")
-    demo_iterations: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="step compositions")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        missing = [a for a in PLAN_ACTIVATIONS if a not in self.activations]
-        if missing:
-            raise ValueError(f"activations must include the plan's {list(PLAN_ACTIVATIONS)} (missing {missing})")
-        not_monotone = [a for a in self.activations if not method.is_monotone(a)]
-        if not_monotone:
-            raise ValueError(f"activations must be monotone (the lower bounds need it): {not_monotone}")
-        if method.is_monotone(self.nonmonotone_activation):
-            raise ValueError(f"nonmonotone_activation '{self.nonmonotone_activation}' is monotone")
-        uninitialised = [a for a in [*self.activations, self.nonmonotone_activation] if a not in self.init]
-        if uninitialised:
-            raise ValueError(f"init has no entry for {uninitialised}")
-        if not {-1, 0} <= set(self.width_offsets):
-            raise ValueError("width_offsets must include -1 and 0 (widths w* - 1 and w*)")
-        if len(set(self.depths)) != len(self.depths) or len(set(self.activations)) != len(self.activations):
-            raise ValueError("depths and activations must be distinct")
-        return self
-
-
-SMOKE = {"seeds": 1, "activations": ["tanh", "sigmoid", "relu"], "width_offsets": [-1, 0], "depths": [2],
-         "n_points_1d": 200, "n_per_axis_2d": 12, "n_train_1d": 50, "n_train_2d": 7, "steps": 30,
-         "lb_angles": 24, "demo_activations": ["sigmoid", "softplus", "relu"], "demo_epsilons": [0.1, 0.001],
-         "demo_iterations": [2, 16]}
-
-
-@paper_task
-def lower_bounds(config: dict) -> dict:
-    return method.run_bounds(config)
-
-
-@paper_task
-def squash_demo(config: dict) -> list[dict]:
-    return method.run_squash_demo(config)
-
-
-@paper_task
-def train_job(config: dict, job: tuple[str, int], seeds: list[int]) -> dict:
-    return method.run_job(config, job[0], job[1], seeds)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def min_width_squashable_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     # the most expensive jobs (deepest) first, so two workers finish together
     jobs = sorted([(t, d) for t in method.TARGETS for d in params.depths], key=lambda j: (-j[1], j[0]))
-    bounds_future = lower_bounds.submit(config)
-    demo_future = squash_demo.submit(config)
-    results = train_job.map(unmapped(config), jobs, unmapped(ctx.seeds)).result()
+    # the lower bounds and the squashability test run beside the training jobs
+    bounds_future = start_task(method.run_bounds, p=params)
+    demo_future = start_task(method.run_squash_demo, p=params)
+    results = run_mapped(method.run_job, {"target": [t for t, _ in jobs], "depth": [d for _, d in jobs]},
+                         p=params, seeds=ctx.seeds)
     bounds, demo = bounds_future.result(), demo_future.result()
 
     runs = pd.DataFrame([row for r in results for row in r["rows"]])

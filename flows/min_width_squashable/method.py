@@ -20,8 +20,9 @@ Read top to bottom:
 6. networks      -- a batch of independent narrow MLPs trained at once (stacked weight tensors,
                     one activation group per slice of the batch), full-batch Adam on a coarse
                     training grid, evaluation on the fine grid;
-7. one job       -- ``run_job(config, target, depth, seeds)``: every activation x width x restart
-                    for one target and one depth; ``run_squash_demo(config)``.
+7. one job       -- ``run_job(p, target, depth, seeds)``: every activation x width x restart
+                    for one target and one depth (``p`` the flow's typed params); ``run_bounds(p)``,
+                    ``run_squash_demo(p)``.
 
 No Prefect, no DVC. All randomness goes through explicit ``torch.Generator`` objects seeded from
 (restart seed, target, activation, width, depth), so the same inputs give bit-identical results.
@@ -43,6 +44,7 @@ import torch.nn.functional as F
 from scipy.optimize import brentq
 from sklearn.isotonic import IsotonicRegression
 
+from flows.min_width_squashable.params import Params
 from tasks.train import torch_single_thread
 
 # --------------------------------------------------------------------------------------------
@@ -559,46 +561,47 @@ def train_batch(model: NarrowMLPBatch, x_train: np.ndarray, y_train: np.ndarray,
 # 7. One job: one target, one depth, every activation x width x restart
 # --------------------------------------------------------------------------------------------
 
-def job_specs(config: dict, target: str, seeds: Sequence[int]) -> list[NetSpec]:
-    """The nets of one (target, depth) job: widths w* - 1, w*, w* + 1 for every activation of
-    ``config["activations"]`` (all monotone), and width 1 with ``config["nonmonotone_activation"]``
-    on target (a) (the theorem's d_x = d_y = 1 exception)."""
+def job_specs(target: str, activations: Sequence[str], width_offsets: Sequence[int], seeds: Sequence[int],
+              nonmonotone_activation: str | None = None) -> list[NetSpec]:
+    """The nets of one (target, depth) job: widths w* + offset (those >= 1) for every activation of
+    ``activations`` (all monotone), and width 1 with ``nonmonotone_activation`` on target (a) (the
+    theorem's d_x = d_y = 1 exception). Grouped by activation, as :class:`NarrowMLPBatch` needs."""
     d_x, d_y, _ = TARGETS[target]
     w_star = min_width_squashable(d_x, d_y)
-    specs = [NetSpec(a, w, s) for a in config["activations"]
-             for w in (w_star + o for o in config["width_offsets"]) if w >= 1 for s in seeds]
-    if target == "a" and config.get("nonmonotone_activation"):
-        specs += [NetSpec(config["nonmonotone_activation"], 1, s) for s in seeds]
+    specs = [NetSpec(a, w, s) for a in activations for w in (w_star + o for o in width_offsets) if w >= 1 for s in seeds]
+    if target == "a" and nonmonotone_activation:
+        specs += [NetSpec(nonmonotone_activation, 1, s) for s in seeds]
     return specs
 
 
-def run_job(config: dict, target: str, depth: int, seeds: Sequence[int]) -> dict:
-    """Train every net of ``job_specs`` at ``depth`` on the grid of ``target``.
+def run_job(p: Params, target: str, depth: int, seeds: Sequence[int]) -> dict:
+    """Train every net of ``job_specs`` at ``depth`` on the grid of ``target``, one torch thread.
 
-    config keys: activations, width_offsets, nonmonotone_activation, n_points_1d, n_per_axis_2d
-    (evaluation grids), n_train_1d, n_train_2d (training grids), steps, lr, init ("identity" /
-    "glorot", or a dict activation -> either), init_noise. Returns {"target", "depth", "seconds",
-    "rows"}, one row per net: target, depth, activation, width, seed, l2_error (on the evaluation grid).
+    Reads from ``p``: activations, width_offsets, nonmonotone_activation, n_points_1d, n_per_axis_2d
+    (evaluation grids), n_train_1d, n_train_2d (training grids), steps, lr, init (activation ->
+    "identity" / "glorot"), init_noise. Returns {"target", "depth", "seconds", "rows"}, one row per
+    net: target, depth, activation, width, seed, l2_error (on the evaluation grid).
     """
     started = time.perf_counter()
     d_x, d_y, _ = TARGETS[target]
-    x, y = target_grid(target, config["n_points_1d"], config["n_per_axis_2d"])
-    x_train, y_train = target_grid(target, config["n_train_1d"], config["n_train_2d"])
-    specs = job_specs(config, target, seeds)
+    x, y = target_grid(target, p.n_points_1d, p.n_per_axis_2d)
+    x_train, y_train = target_grid(target, p.n_train_1d, p.n_train_2d)
+    specs = job_specs(target, p.activations, p.width_offsets, seeds, p.nonmonotone_activation)
     with torch_single_thread():
-        model = NarrowMLPBatch(specs, d_x, d_y, depth, target, config["init"], config["init_noise"])
-        errors = train_batch(model, x_train, y_train, x, y, steps=config["steps"], lr=config["lr"])
+        model = NarrowMLPBatch(specs, d_x, d_y, depth, target, p.init, p.init_noise)
+        errors = train_batch(model, x_train, y_train, x, y, steps=p.steps, lr=p.lr)
     rows = [{"target": target, "depth": depth, "activation": s.activation, "width": s.width, "seed": s.seed,
              "l2_error": float(e)} for s, e in zip(specs, errors)]
     return {"target": target, "depth": depth, "seconds": time.perf_counter() - started, "rows": rows}
 
 
-def run_bounds(config: dict) -> dict:
-    """The width-(w* - 1) lower bound and the target's own L^2 norm for each target."""
+def run_bounds(p: Params) -> dict:
+    """The width-(w* - 1) lower bound and the target's own L^2 norm for each target, on the evaluation
+    grids of ``p`` (n_points_1d, n_per_axis_2d) with ``p.lb_angles`` directions for target (b)."""
     out = {}
     for target, (d_x, d_y, text) in TARGETS.items():
-        x, y = target_grid(target, config["n_points_1d"], config["n_per_axis_2d"])
-        bound = width_deficit_bound(target, x, y, config["lb_angles"])
+        x, y = target_grid(target, p.n_points_1d, p.n_per_axis_2d)
+        bound = width_deficit_bound(target, x, y, p.lb_angles)
         out[target] = {**bound, "d_x": d_x, "d_y": d_y, "description": text, "n_grid": len(x),
                        "w_star": min_width_squashable(d_x, d_y), "relu_width": min_width_relu(d_x, d_y),
                        "target_l2_norm": lp_error(y, np.zeros_like(y)),
@@ -606,6 +609,7 @@ def run_bounds(config: dict) -> dict:
     return out
 
 
-def run_squash_demo(config: dict) -> list[dict]:
-    """``squash_demo`` for every activation of ``config["demo_activations"]``."""
-    return [squash_demo(a, config["demo_epsilons"], config["demo_iterations"]) for a in config["demo_activations"]]
+def run_squash_demo(p: Params) -> list[dict]:
+    """``squash_demo`` for every activation of ``p.demo_activations`` at ``p.demo_epsilons`` and
+    ``p.demo_iterations``."""
+    return [squash_demo(a, p.demo_epsilons, p.demo_iterations) for a in p.demo_activations]

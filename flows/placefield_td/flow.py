@@ -4,18 +4,16 @@ learning speed for a first goal and after the goal moves."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.placefield_td import method
+from flows.placefield_td.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.paper import over_seeds, paper_flow, run_task
 
 CONDITIONS = ("fixed", "learned", "learned_noise")
 
@@ -66,7 +64,7 @@ PAPER = Paper(
         Claim(id="drift_behaviour_stable",
               text="... while demonstrating stable behavior: late-block latency with drift noise / without "
                    "<= 1.25 [ours: threshold fixed before the first run]",
-              source="abstract; plan conditions", metric="drift.late_latency_ratio.mean",
+              source="abstract; plan conditions", metric="drift.late_latency_ratio.ratio",
               comparison="<=", threshold=1.25, kind="magnitude",
               interval=("drift.late_latency_ratio.ci_low", "drift.late_latency_ratio.ci_high")),
     ),
@@ -82,63 +80,12 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    n_fields: int = Field(ge=2, le=1024, description="place fields N")
-    sigma0: float = Field(gt=0, description="initial field width")
-    alpha0: float = Field(gt=0, description="initial field amplitude (peak activity alpha0**2)")
-    beta: float = Field(gt=0, description="actor softmax inverse temperature")
-    gamma: float = Field(gt=0, lt=1, description="discount")
-    eta_actor: float = Field(ge=0)
-    eta_critic: float = Field(ge=0)
-    eta_center: float = Field(ge=0, description="field centre learning rate (learned conditions)")
-    eta_width: float = Field(ge=0)
-    eta_amp: float = Field(ge=0)
-    start: float = Field(ge=-1, le=1)
-    goals: list[Annotated[float, Field(ge=-1, le=1)]] = Field(min_length=2, max_length=2,
-                                                            description="first goal, then the moved goal")
-    goal_size: float = Field(gt=0, description="s.d. of the Gaussian reward")
-    max_reward: float = Field(gt=0, description="reward collected before an episode ends")
-    t_max: int = Field(ge=10, description="maximum steps per episode")
-    episodes_per_goal: int = Field(ge=20, description="episodes before the goal moves (and after)")
-    drift_noise: float = Field(ge=0, description="s.d. of the noise on lambda, sigma, alpha per step")
-    criterion_window: int = Field(ge=1, description="episodes averaged by the learning criterion")
-    criterion_latency: float = Field(gt=0, description="criterion: window-mean latency below this")
-    density_radius: float = Field(gt=0, description="centres within +-radius of the goal count")
-    late_fraction: float = Field(gt=0, le=0.5, description="final fraction of a block for 'late' latency")
-    curve_bin: int = Field(ge=1, description="episodes per point of the latency curves")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if self.criterion_window > self.episodes_per_goal:
-            raise ValueError("criterion_window cannot exceed episodes_per_goal")
-        if abs(self.start - self.goals[0]) <= self.goal_size:
-            raise ValueError("the first goal must not sit on the start")
-        return self
-
-
-SMOKE = {"seeds": 2, "episodes_per_goal": 40, "curve_bin": 10}
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int) -> dict:
-    return method.run_seed(config, seed)
-
-
-@paper_task
-def minimal_latencies(config: dict) -> list[int]:
-    """The best latency any action sequence reaches for each goal (environment only)."""
-    cfg = method.Config.from_dict(config)
-    return [method.minimal_latency(cfg, g) for g in cfg.goals]
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def placefield_td_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     E = params.episodes_per_goal
-    method.warm_up()
-    futures = run_one_seed.map(unmapped(config), ctx.seeds)
-    best = minimal_latencies(config)
-    per_seed = futures.result()
+    method.warm_up(params)
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
+    best = run_task(method.minimal_latencies, p=params)  # of the environment alone: whether the criterion is attainable
     C = {name: [r["conditions"][name] for r in per_seed] for name in CONDITIONS}
 
     def block(name: str, k: int, key: str) -> np.ndarray:
@@ -346,7 +293,7 @@ def _notes(params: Params, metrics: dict) -> str:
         + ("very tight for the first goal: it requires a nearly deterministic policy. " if best[0] >= 0.8 * params.criterion_latency else "attainable. ")
         + "Where both conditions' medians are censored (never reach it), the ratio is undefined and the claim "
           "is inconclusive; mean latency over the block is reported beside it "
-          f"(learned / fixed: goal 1 {s1['mean_latency_ratio']['mean']:.2f}, goal 2 {s2['mean_latency_ratio']['mean']:.2f}).",
+          f"(learned / fixed: goal 1 {s1['mean_latency_ratio']['ratio']:.2f}, goal 2 {s2['mean_latency_ratio']['ratio']:.2f}).",
         "**Not confirmed** (the paper's full text was not readable here): the paper's exact episode counts for "
         "each figure beyond the notebook file names (50,000; 200,000 for drift), its relearning targets, and "
         "how it defines convergence speed; the drift checks and their thresholds are ours.",
@@ -390,7 +337,7 @@ def _reading(params: Params, metrics: dict) -> str:
     parts.append(
         f"- Drift (noise {dr['noise']:g}): population-vector correlation over the second half of block 1 is "
         f"{dr['pv_corr_noise']['mean']:.4f} with noise and {dr['pv_corr_no_noise']['mean']:.4f} without, while the "
-        f"late latency ratio (noise / none) is {dr['late_latency_ratio']['mean']:.3f}. After the goal moves the "
+        f"late latency ratio (noise / none) is {dr['late_latency_ratio']['ratio']:.3f}. After the goal moves the "
         f"noisy agents reach the criterion in {params.seeds - metrics['speed']['goal2']['censored_learned_noise']}"
         f"/{params.seeds} seeds (learned fields without noise: "
         f"{params.seeds - metrics['speed']['goal2']['censored_learned']}/{params.seeds}).")

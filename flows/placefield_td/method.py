@@ -29,8 +29,9 @@ official latency of an episode is the index of its last step (steps - 1).
 
 Layout: the readable NumPy reference of one step (``place_fields``, ``td_update``, ``env_step``) comes
 first; ``_train_chunk`` is the same step compiled with Numba for the long online loop (the two are
-checked against each other in the tests); ``train_agent`` drives it; ``run_seed`` runs the three
-conditions of one seed (fixed fields, learned fields, learned fields + drift noise) and measures them.
+checked against each other in the tests); ``train_agent`` drives it; ``run_seed(p, seed)`` runs the
+three conditions of one seed (fixed fields, learned fields, learned fields + drift noise) and measures
+them, ``p`` being the flow's typed params (model, environment and metric settings).
 Randomness only through ``np.random.default_rng`` streams derived from the seed.
 """
 
@@ -43,46 +44,20 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-# ----------------------------------------------------------------------------- configuration
+from flows.placefield_td.params import Params
 
+# ----------------------------------------------------------------------------- fixed settings
 
-@dataclass(frozen=True)
-class Config:
-    """Hyper-parameters of the 1-D model (defaults: official ``numpy/1D/main.py``)."""
-
-    n_fields: int = 64
-    sigma0: float = 0.1            # initial field width
-    alpha0: float = 1.0            # initial field amplitude (peak activity alpha0**2)
-    n_actions: int = 2             # 2: left/right; 3: left/right/stay
-    beta: float = 1.0              # softmax inverse temperature of the actor
-    gamma: float = 0.9
-    eta_actor: float = 0.01
-    eta_critic: float = 0.01
-    eta_center: float = 1e-4       # lambda
-    eta_width: float = 1e-4        # sigma
-    eta_amp: float = 1e-4          # alpha
-    env_size: float = 1.0          # track [-env_size, env_size]
-    start: float = -0.75
-    goals: tuple[float, ...] = (0.5, -0.2)   # goal of each block of episodes (it moves: relearning)
-    goal_size: float = 0.05        # s.d. of the Gaussian reward
-    max_speed: float = 0.1
-    tau_act: float = 0.2           # velocity smoothing
-    max_reward: float = 5.0        # reward to collect before the episode ends
-    t_max: int = 100
-    episodes_per_goal: int = 200
-    sigma_clip: float = 0.0        # 0 = off (official default); else sigma clipped to [1e-5, sigma_clip]
-    alpha_clip: float = 0.0
-
-    @classmethod
-    def from_dict(cls, config: dict[str, Any]) -> "Config":
-        """Pick the known keys of a params dict (others, e.g. metric settings, are ignored)."""
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: (tuple(v) if k == "goals" else v) for k, v in config.items() if k in known})
-
-    @property
-    def directions(self) -> np.ndarray:
-        """Velocity direction of each action (official ``onehot2dirmat``)."""
-        return np.array([-1.0, 1.0, 0.0][: self.n_actions])
+# The official environment's constants (numpy/1D/env.py); the model's settings are the flow's Params.
+ENV_SIZE = 1.0                       # track [-ENV_SIZE, ENV_SIZE]
+MAX_SPEED = 0.1
+TAU_ACT = 0.2                        # velocity smoothing
+DIRECTIONS = np.array([-1.0, 1.0])   # velocity direction of each action, left and right (official ``onehot2dirmat``)
+N_ACTIONS = len(DIRECTIONS)
+# No clipping of the field widths and amplitudes (official default); the compiled loop would otherwise clip
+# sigma to [1e-5, SIGMA_CLIP] and alpha to [1e-5, ALPHA_CLIP].
+SIGMA_CLIP = 0.0
+ALPHA_CLIP = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,18 +72,17 @@ class Condition:
 # ----------------------------------------------------------------------------- NumPy reference
 
 
-def init_params(cfg: Config, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Homogeneous population (official ``uniform_pc_weights``): centres evenly spaced over the track,
-    equal widths and amplitudes; actor and critic weights 1e-5 N(0, 1).
+def init_params(n: int, sigma0: float, alpha0: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Homogeneous population of ``n`` fields (official ``uniform_pc_weights``): centres evenly spaced
+    over the track, widths ``sigma0``, amplitudes ``alpha0``; actor and critic weights 1e-5 N(0, 1).
 
     Returns lam, sig, alp (N,), W_a (N, A), w_c (N,).
     """
-    n = cfg.n_fields
     return {
-        "lam": np.linspace(-cfg.env_size, cfg.env_size, n),
-        "sig": np.full(n, cfg.sigma0),
-        "alp": np.full(n, cfg.alpha0),
-        "W_a": 1e-5 * rng.standard_normal((n, cfg.n_actions)),
+        "lam": np.linspace(-ENV_SIZE, ENV_SIZE, n),
+        "sig": np.full(n, sigma0),
+        "alp": np.full(n, alpha0),
+        "W_a": 1e-5 * rng.standard_normal((n, N_ACTIONS)),
         "w_c": 1e-5 * rng.standard_normal(n),
     }
 
@@ -170,16 +144,16 @@ def semi_gradient_td_loss(params: dict[str, np.ndarray], x: float, target: float
     return float(0.5 * (target - phi @ params["w_c"]) ** 2)
 
 
-def env_step(x: np.ndarray, v: np.ndarray, action: np.ndarray, goal: np.ndarray | float, cfg: Config
+def env_step(x: np.ndarray, v: np.ndarray, action: np.ndarray, goal: np.ndarray | float, goal_size: float
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Official ``OneDimNav.step`` for arrays of agents: x, v, action (int) of shape (B,).
-    Returns the new position, velocity and reward, each (B,)."""
-    v = v + cfg.tau_act * (-v + cfg.directions[action] * cfg.max_speed)
+    """Official ``OneDimNav.step`` for arrays of agents: x, v, action (int) of shape (B,); the reward is
+    a Gaussian of s.d. ``goal_size`` around ``goal``. Returns the new position, velocity and reward, each (B,)."""
+    v = v + TAU_ACT * (-v + DIRECTIONS[action] * MAX_SPEED)
     x_new = x + v
-    out = (x_new > cfg.env_size) | (x_new < -cfg.env_size)
+    out = (x_new > ENV_SIZE) | (x_new < -ENV_SIZE)
     x_new = np.where(out, x, x_new)
     v = np.where(out, 0.0, v)
-    return x_new, v, np.exp(-0.5 * ((x_new - goal) / cfg.goal_size) ** 2)
+    return x_new, v, np.exp(-0.5 * ((x_new - goal) / goal_size) ** 2)
 
 
 # ----------------------------------------------------------------------------- compiled online loop
@@ -312,39 +286,39 @@ class AgentLog:
     steps: int = 0
 
 
-def train_agent(cfg: Config, cond: Condition, seed: int, snapshot_episodes: tuple[int, ...] = (),
+def train_agent(p: Params, cond: Condition, seed: int, snapshot_episodes: tuple[int, ...] = (),
                 chunk: int = 4096) -> AgentLog:
-    """Train one agent online for ``len(cfg.goals) * cfg.episodes_per_goal`` episodes.
+    """Train one agent online for ``len(p.goals) * p.episodes_per_goal`` episodes (model and
+    environment settings from ``p``: fields, rates, gamma, beta, start, goals, reward, t_max).
 
-    The goal moves to ``cfg.goals[k]`` at episode ``k * episodes_per_goal``; parameters carry over.
+    The goal moves to ``p.goals[k]`` at episode ``k * episodes_per_goal``; parameters carry over.
     Streams: ``[seed, 0]`` initial weights, ``[seed, 1]`` action draws (the same for every
     condition of a seed: common random numbers), ``[seed, 2]`` drift noise.
     ``snapshot_episodes``: numbers of completed episodes at which (lam, sig, alp) are recorded.
     """
-    params = init_params(cfg, np.random.default_rng([seed, 0]))
+    params = init_params(p.n_fields, p.sigma0, p.alpha0, np.random.default_rng([seed, 0]))
     act_rng = np.random.default_rng([seed, 1])
     noise_rng = np.random.default_rng([seed, 2])
     learn = 1.0 if cond.learn_fields else 0.0
-    etas = np.array([cfg.eta_center * learn, cfg.eta_width * learn, cfg.eta_amp * learn,
-                     cfg.eta_actor, cfg.eta_critic])
-    consts = np.array([cfg.gamma, cfg.beta, cfg.tau_act, cfg.max_speed, cfg.env_size, cfg.goal_size,
-                       cfg.max_reward, cfg.t_max, cfg.start, cond.noise, cfg.sigma_clip, cfg.alpha_clip])
-    n_episodes = len(cfg.goals) * cfg.episodes_per_goal
-    goals = np.asarray(cfg.goals, dtype=float)
-    fstate = np.array([cfg.start, 0.0, 0.0, goals[0]])
+    etas = np.array([p.eta_center * learn, p.eta_width * learn, p.eta_amp * learn, p.eta_actor, p.eta_critic])
+    consts = np.array([p.gamma, p.beta, TAU_ACT, MAX_SPEED, ENV_SIZE, p.goal_size,
+                       p.max_reward, p.t_max, p.start, cond.noise, SIGMA_CLIP, ALPHA_CLIP])
+    n_episodes = len(p.goals) * p.episodes_per_goal
+    goals = np.asarray(p.goals, dtype=float)
+    fstate = np.array([p.start, 0.0, 0.0, goals[0]])
     istate = np.zeros(2, dtype=np.int64)
     latency = np.zeros(n_episodes, dtype=np.int64)
     snap_eps = np.array(sorted(set(snapshot_episodes) - {0}), dtype=np.int64)
-    snaps = np.zeros((len(snap_eps), 3, cfg.n_fields))
+    snaps = np.zeros((len(snap_eps), 3, p.n_fields))
     log = AgentLog(latency=latency)
     if 0 in snapshot_episodes:
         log.snapshots[0] = {k: params[k].copy() for k in ("lam", "sig", "alp")}
-    no_noise = np.zeros((0, 3, cfg.n_fields), dtype=np.float32)
+    no_noise = np.zeros((0, 3, p.n_fields), dtype=np.float32)
     while istate[_EPISODE] < n_episodes:
         uniforms = act_rng.random(chunk)
-        normals = noise_rng.standard_normal((chunk, 3, cfg.n_fields), dtype=np.float32) if cond.noise > 0 else no_noise
+        normals = noise_rng.standard_normal((chunk, 3, p.n_fields), dtype=np.float32) if cond.noise > 0 else no_noise
         log.steps += _train_chunk(params["lam"], params["sig"], params["alp"], params["W_a"], params["w_c"],
-                                  fstate, istate, etas, consts, cfg.directions, goals, cfg.episodes_per_goal,
+                                  fstate, istate, etas, consts, DIRECTIONS, goals, p.episodes_per_goal,
                                   n_episodes, uniforms, normals, latency, snap_eps, snaps)
     for j, e in enumerate(snap_eps):
         log.snapshots[int(e)] = {"lam": snaps[j, 0].copy(), "sig": snaps[j, 1].copy(), "alp": snaps[j, 2].copy()}
@@ -352,9 +326,11 @@ def train_agent(cfg: Config, cond: Condition, seed: int, snapshot_episodes: tupl
     return log
 
 
-def warm_up() -> None:
-    """Compile (or load from Numba's cache) the online loop once, before seeds run in threads."""
-    train_agent(Config(n_fields=2, episodes_per_goal=1), Condition("warm", True, 1e-4), 0, chunk=8)
+def warm_up(p: Params) -> None:
+    """Compile (or load from Numba's cache) the online loop once, before seeds run in threads: a tiny
+    agent (2 fields, one episode per goal) with ``p``'s other settings; the argument types are the run's."""
+    tiny = p.model_copy(update={"n_fields": 2, "episodes_per_goal": 1})
+    train_agent(tiny, Condition("warm", True, 1e-4), 0, chunk=8)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -383,17 +359,19 @@ def pv_correlation(a: dict[str, np.ndarray], b: dict[str, np.ndarray], xs: np.nd
     return float(np.corrcoef(pa, pb)[0, 1])
 
 
-def minimal_latency(cfg: Config, goal: float, horizon: int = 60, keep: int = 200_000) -> int:
-    """Smallest official latency reachable from the start by any action sequence: breadth-first
-    search over the exact dynamics (states merged to 1e-9; beyond ``keep`` states the best-rewarded
-    are kept). A property of the environment alone: it tells whether a latency criterion is attainable."""
-    states = np.array([[cfg.start, 0.0, 0.0]])                    # x, v, reward so far
+def minimal_latency(start: float, goal: float, goal_size: float, max_reward: float, horizon: int = 60,
+                    keep: int = 200_000) -> int:
+    """Smallest official latency reachable from ``start`` by any action sequence (the episode ends once
+    ``max_reward`` is collected): breadth-first search over the exact dynamics (states merged to 1e-9;
+    beyond ``keep`` states the best-rewarded are kept). A property of the environment alone: it tells
+    whether a latency criterion is attainable."""
+    states = np.array([[start, 0.0, 0.0]])                        # x, v, reward so far
     for step in range(1, horizon + 1):
         n = len(states)
-        x, v, tot = (np.repeat(states[:, j], cfg.n_actions) for j in range(3))
-        x, v, r = env_step(x, v, np.tile(np.arange(cfg.n_actions), n), goal, cfg)
+        x, v, tot = (np.repeat(states[:, j], N_ACTIONS) for j in range(3))
+        x, v, r = env_step(x, v, np.tile(np.arange(N_ACTIONS), n), goal, goal_size)
         tot = tot + r
-        if np.any(tot >= cfg.max_reward):
+        if np.any(tot >= max_reward):
             return step - 1
         states = np.unique(np.round(np.stack([x, v, tot], 1), 9), axis=0)
         if len(states) > keep:
@@ -401,13 +379,17 @@ def minimal_latency(cfg: Config, goal: float, horizon: int = 60, keep: int = 200
     return horizon
 
 
+def minimal_latencies(p: Params) -> list[int]:
+    """:func:`minimal_latency` for each of ``p.goals`` (from ``p.start``, with ``p.goal_size`` and ``p.max_reward``)."""
+    return [minimal_latency(p.start, g, p.goal_size, p.max_reward) for g in p.goals]
+
+
 # ----------------------------------------------------------------------------- one seed
 
 
-def conditions_from(config: dict[str, Any]) -> tuple[Condition, ...]:
+def conditions_from(drift_noise: float) -> tuple[Condition, ...]:
     """The plan's conditions: fixed fields (only W_a, w_c learn), learned fields, learned + drift noise."""
-    return (Condition("fixed", False), Condition("learned", True),
-            Condition("learned_noise", True, float(config["drift_noise"])))
+    return (Condition("fixed", False), Condition("learned", True), Condition("learned_noise", True, drift_noise))
 
 
 def binned(values: np.ndarray, width: int) -> list[float]:
@@ -416,42 +398,39 @@ def binned(values: np.ndarray, width: int) -> list[float]:
     return [float(v[i:i + width].mean()) for i in range(0, len(v), width)]
 
 
-def run_seed(config: dict[str, Any], seed: int) -> dict[str, Any]:
-    """Fixed vs TD-learned fields (and TD-learned fields with drift noise) on one seed.
+def run_seed(p: Params, seed: int) -> dict[str, Any]:
+    """Fixed vs TD-learned fields (and TD-learned fields with drift noise ``p.drift_noise``) on one seed.
 
-    ``config``: the model keys of :class:`Config` plus drift_noise, criterion_window,
-    criterion_latency, density_radius, late_fraction, curve_bin. Returns JSON-able metrics per
-    condition, binned latency curves and field snapshots (before learning, middle and end of each
+    Besides the model settings :func:`train_agent` reads, the metrics read p.criterion_window,
+    p.criterion_latency, p.density_radius, p.late_fraction and p.curve_bin. Returns JSON-able metrics
+    per condition, binned latency curves and field snapshots (before learning, middle and end of each
     goal block).
     """
-    cfg = Config.from_dict(config)
-    E = cfg.episodes_per_goal
-    n_goals = len(cfg.goals)
+    E = p.episodes_per_goal
+    n_goals = len(p.goals)
     snap_eps = tuple(sorted({0} | {k * E + E // 2 for k in range(n_goals)} | {(k + 1) * E for k in range(n_goals)}))
-    window, crit = int(config["criterion_window"]), float(config["criterion_latency"])
-    radius = float(config["density_radius"])
-    late = max(1, int(round(float(config["late_fraction"]) * E)))
-    xs = np.linspace(-cfg.env_size, cfg.env_size, 201)
+    late = max(1, int(round(p.late_fraction * E)))
+    xs = np.linspace(-ENV_SIZE, ENV_SIZE, 201)
     out: dict[str, Any] = {"seed": seed, "timings": {}, "steps": {}, "conditions": {}}
-    for cond in conditions_from(config):
+    for cond in conditions_from(p.drift_noise):
         started = time.perf_counter()
-        log = train_agent(cfg, cond, seed, snap_eps)
+        log = train_agent(p, cond, seed, snap_eps)
         out["timings"][cond.name] = time.perf_counter() - started
         out["steps"][cond.name] = log.steps
         lat, snaps = log.latency, log.snapshots
         s0 = snaps[0]
-        between = (s0["lam"] > cfg.start) & (s0["lam"] < cfg.goals[0])   # fields on the first run
-        m: dict[str, Any] = {"latency": lat.tolist(), "curve": binned(lat, int(config["curve_bin"])), "blocks": []}
-        for k, goal in enumerate(cfg.goals):
+        between = (s0["lam"] > p.start) & (s0["lam"] < p.goals[0])   # fields on the first run
+        m: dict[str, Any] = {"latency": lat.tolist(), "curve": binned(lat, p.curve_bin), "blocks": []}
+        for k, goal in enumerate(p.goals):
             block = lat[k * E:(k + 1) * E]
             before, mid, after = snaps[k * E], snaps[k * E + E // 2], snaps[(k + 1) * E]
             m["blocks"].append({
                 "goal": goal,
-                "episodes_to_criterion": episodes_to_criterion(block, window, crit),
+                "episodes_to_criterion": episodes_to_criterion(block, p.criterion_window, p.criterion_latency),
                 "mean_latency": float(block.mean()),
                 "late_latency": float(block[-late:].mean()),
-                "density_before": density_near(before["lam"], goal, radius),
-                "density_after": density_near(after["lam"], goal, radius),
+                "density_before": density_near(before["lam"], goal, p.density_radius),
+                "density_after": density_near(after["lam"], goal, p.density_radius),
                 "pv_corr_second_half": pv_correlation(mid, after, xs),
                 "mean_abs_center_change_second_half": float(np.abs(after["lam"] - mid["lam"]).mean()),
             })

@@ -6,28 +6,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.pred_equiv_trees import method
+from flows.pred_equiv_trees.params import CLAIM_P, SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
-
-CLAIM_P = 0.2  # the plan's missingness level for claim 2
+from tasks.paper import paper_flow, paper_task, run_mapped
 
 PAPER = Paper(
     slug="pred_equiv_trees",
@@ -62,7 +51,7 @@ PAPER = Paper(
         Claim(id="cost_reduced",
               text="we present an algorithm to optimize the cost of reaching predictions (Q-learned acquisition "
                    "policy <= 0.9 x path-traversal cost on held-out rows)",
-              source="abstract; plan claim 3 (magnitude)", metric="cost.test_ratio_q_to_path.mean", comparison="<=",
+              source="abstract; plan claim 3 (magnitude)", metric="cost.test_ratio_q_to_path.ratio", comparison="<=",
               threshold=0.9, kind="magnitude",
               interval=("cost.test_ratio_q_to_path.ci_low", "cost.test_ratio_q_to_path.ci_high")),
         Claim(id="cost_same_predictions",
@@ -84,73 +73,24 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    datasets: list[Literal["breast_cancer", "wine", "planted_dnf"]] = Field(min_length=1)
-    planted_n: int = Field(ge=100, description="rows of the planted-DNF task")
-    test_size: float = Field(gt=0, lt=1, description="stratified test fraction")
-    n_top_features: int = Field(ge=1, le=30, description="raw features kept (ANOVA F on the train split)")
-    quantiles: list[float] = Field(min_length=1, description="train-set quantile thresholds per raw feature")
-    cart_depth: int = Field(ge=1, le=6, description="CART depth (faithfulness, missingness)")
-    n_random_inputs: int = Field(ge=10, description="random binary inputs for the faithfulness check")
-    rset_depth: int = Field(ge=1, le=4, description="TreeFARMS maximum depth")
-    rset_regularization: float = Field(gt=0, lt=1, description="TreeFARMS per-leaf penalty")
-    rset_epsilon: float = Field(gt=0, lt=1, description="Rashomon bound: optimum objective + epsilon")
-    rset_max_trees: int = Field(ge=2, description="cap on trees taken from a Rashomon set")
-    rset_missing_p: float = Field(gt=0, lt=1, description="MCAR level for the Rashomon-set missingness summary")
-    missing_ps: list[float] = Field(min_length=1, description="MCAR levels")
-    missing_repeats: int = Field(ge=1, description="masks per level")
-    knn_repeats: int = Field(ge=1, description="repeats that also run the (slow) k-NN imputation baseline")
-    knn_neighbors: int = Field(ge=1)
-    cost_depth: int = Field(ge=1, le=3, description="CART depth of the cost experiment (official code: 3; "
-                                                       "3^(used features) states are enumerated)")
-    cost_low: int = Field(ge=0, description="feature costs are integers in [cost_low, cost_high]")
-    cost_high: int = Field(ge=1)
-    q_episodes: int = Field(ge=1, description="Q-learning episodes (official: 10000)")
-    q_alpha: float = Field(gt=0, le=1)
-    q_gamma: float = Field(gt=0, le=1)
-    q_exploration: float = Field(ge=0, le=1)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if CLAIM_P not in self.missing_ps:
-            raise ValueError(f"missing_ps must contain the claim's level {CLAIM_P}")
-        if any(not 0 < p < 1 for p in self.missing_ps) or any(not 0 < q < 1 for q in self.quantiles):
-            raise ValueError("missing_ps and quantiles must lie in (0, 1)")
-        if self.cost_high < self.cost_low:
-            raise ValueError("cost_high must be >= cost_low")
-        if self.knn_repeats > self.missing_repeats:
-            raise ValueError("knn_repeats cannot exceed missing_repeats")
-        return self
-
-
-SMOKE = {"seeds": 1, "datasets": ["wine"], "n_random_inputs": 200, "rset_max_trees": 60, "missing_ps": [0.2],
-         "missing_repeats": 2, "knn_repeats": 1, "q_episodes": 300}
-
-
 @paper_task
-def run_unit(config: dict, dataset: str, seed: int) -> dict:
-    return method.run_unit(config, dataset, seed)
-
-
-@paper_task
-def prepare_data(config: dict, datasets: list[str], seed: int, data_dir: str) -> list[str]:
-    """Raw tables and their binarised train/test split for the first seed, as Parquet."""
+def prepare_data(p: Params, seed: int, data_dir: str) -> list[str]:
+    """Raw tables of ``p.datasets`` and their binarised train/test split for one seed, as Parquet."""
     paths = []
-    for name in datasets:
-        X, y, names = method.load_raw(name, config["planted_n"], seed)
+    for name in p.datasets:
+        X, y, names = method.load_raw(name, p.planted_n, seed)
         raw = pd.DataFrame(X, columns=[str(n) for n in names]).assign(target=y)
         paths.append(str(save_parquet(raw, Path(data_dir) / f"{name}_raw.parquet")))
-        paths.append(str(save_parquet(method.binary_table(name, config, seed), Path(data_dir) / f"{name}_binary_seed{seed}.parquet")))
+        paths.append(str(save_parquet(method.binary_table(p, name, seed), Path(data_dir) / f"{name}_binary_seed{seed}.parquet")))
     return paths
 
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def pred_equiv_trees_flow(params: Params, ctx: RunContext) -> RunOutput:
     started = time.perf_counter()
-    config = params.model_dump()
-    prepare_data(config, params.datasets, ctx.seeds[0], str(ctx.data_dir))
+    prepare_data(params, ctx.seeds[0], str(ctx.data_dir))
     units = [(d, s) for s in ctx.seeds for d in params.datasets]
-    results = run_unit.map(unmapped(config), [u[0] for u in units], [u[1] for u in units]).result()
+    results = run_mapped(method.run_unit, {"dataset": [d for d, _ in units], "seed": [s for _, s in units]}, p=params)
     units_s = time.perf_counter() - started
 
     missing = pd.DataFrame([{"dataset": r["dataset"], "seed": r["seed"], **row} for r in results for row in r["missing_rows"]])
@@ -349,8 +289,8 @@ def _notes(params: Params, metrics: dict, flat: pd.DataFrame) -> str:
         "which every completion agrees, so any imputation gives the tree's complete-data answer there; imputation "
         "only matters on the abstained rows. Inside one predictive-equivalence class of the Rashomon sets, path "
         f"traversal's predictable fraction varies by up to {m['rashomon']['path_spread_within_class_max']:.1%} "
-        f"(BCF: 0 by construction). Q-learning cost / path cost = {c['test_ratio_q_to_path']['mean']:.2f} on test rows "
-        f"(DP optimum: {c['test_ratio_optimal_to_path']['mean']:.2f}). Variable importance: Kendall tau between the "
+        f"(BCF: 0 by construction). Q-learning cost / path cost = {c['test_ratio_q_to_path']['ratio']:.2f} on test rows "
+        f"(DP optimum: {c['test_ratio_optimal_to_path']['ratio']:.2f}). Variable importance: Kendall tau between the "
         f"all-trees and per-class rankings is {metrics['importance']['model_reliance']['kendall_tau_mean']:.2f} "
         f"(model reliance) and {metrics['importance']['gini']['kendall_tau_mean']:.2f} (Gini); model reliance is "
         "identical inside a class (spread "

@@ -22,7 +22,8 @@ Read top to bottom:
 6. cost         -- feature-acquisition cost until the BCF decides: path traversal, cheapest-first,
                    every used feature, tabular Q-learning warm-started from the tree (Alg. 6), and
                    the exact optimum by dynamic programming over partial assignments;
-7. one unit     -- ``run_unit(config, dataset, seed)`` runs 4-6 on one (dataset, seed).
+7. one unit     -- ``run_unit(p, dataset, seed)`` runs 4-6 on one (dataset, seed), ``p`` the flow's
+                   typed params.
 
 A *term* is a pair ``(pos, neg)`` of int bitmasks over the binary features: the conjunction of
 ``x_j = 1`` for the bits of ``pos`` and ``x_j = 0`` for the bits of ``neg``. A DNF is a frozenset of
@@ -54,7 +55,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import resample
 
-DATASETS = ("breast_cancer", "wine", "planted_dnf")
+from flows.pred_equiv_trees.params import DATASETS, Params
 Term = tuple[int, int]
 DNF = frozenset  # frozenset[Term]
 TRUE: DNF = frozenset({(0, 0)})
@@ -736,9 +737,11 @@ def q_policy(problem: CostProblem, Q: np.ndarray, seen: np.ndarray):
 
 
 def cost_eval(tree: Tree, bcf: DNF, groups: np.ndarray, costs: np.ndarray, X_train: np.ndarray,
-              X_test: np.ndarray, rng: np.random.Generator, cfg: dict[str, Any]) -> dict[str, Any]:
+              X_test: np.ndarray, rng: np.random.Generator, *, episodes: int, alpha: float, gamma: float,
+              exploration: float) -> dict[str, Any]:
     """Mean acquisition cost per row of every policy on the train and test rows, and whether the
-    policies' predictions equal the tree's."""
+    policies' predictions equal the tree's. ``episodes``, ``alpha``, ``gamma``, ``exploration``: the
+    Q-learning of :func:`q_learning`."""
     problem = CostProblem(bcf, tree.used_features, groups, costs, X_train.shape[1])
     out: dict[str, Any] = {"n_used": len(problem.used), "all_used": all_used_cost(problem)}
     if problem.terminal[problem.start]:          # constant tree: nothing to buy
@@ -748,8 +751,7 @@ def cost_eval(tree: Tree, bcf: DNF, groups: np.ndarray, costs: np.ndarray, X_tra
         out["q_pred_agree"] = out["opt_pred_agree"] = 1.0
         return out
     t0 = time.perf_counter()
-    Q, seen = q_learning(problem, tree, X_train, rng, cfg["q_episodes"], cfg["q_alpha"], cfg["q_gamma"],
-                         cfg["q_exploration"])
+    Q, seen = q_learning(problem, tree, X_train, rng, episodes, alpha, gamma, exploration)
     out["q_seconds"] = time.perf_counter() - t0
     opt_value, table = optimal_policy(problem, X_train)
     out["optimal_value_train"] = float(opt_value)
@@ -769,18 +771,19 @@ def cost_eval(tree: Tree, bcf: DNF, groups: np.ndarray, costs: np.ndarray, X_tra
 # ----------------------------------------------------------------------------------------------
 # 7. One (dataset, seed) unit
 # ----------------------------------------------------------------------------------------------
-def prepare(config: dict[str, Any], dataset: str, seed: int) -> dict[str, Any]:
-    """Raw split and the train-fitted binarizer for one (dataset, seed)."""
-    X, y, names = load_raw(dataset, config["planted_n"], seed)
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=config["test_size"], stratify=y, random_state=seed)
-    binarizer = fit_binarizer(dataset, X_tr, y_tr, names, config["n_top_features"], config["quantiles"])
+def prepare(p: Params, dataset: str, seed: int) -> dict[str, Any]:
+    """Raw split and the train-fitted binarizer for one (dataset, seed); reads ``p.planted_n``,
+    ``p.test_size``, ``p.n_top_features`` and ``p.quantiles``."""
+    X, y, names = load_raw(dataset, p.planted_n, seed)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=p.test_size, stratify=y, random_state=seed)
+    binarizer = fit_binarizer(dataset, X_tr, y_tr, names, p.n_top_features, p.quantiles)
     return {"X_train_raw": X_tr, "X_test_raw": X_te, "y_train": y_tr, "y_test": y_te, "binarizer": binarizer,
             "names": names}
 
 
-def binary_table(dataset: str, config: dict[str, Any], seed: int) -> pd.DataFrame:
+def binary_table(p: Params, dataset: str, seed: int) -> pd.DataFrame:
     """The binarised train+test table of one (dataset, seed), with ``split`` and ``target`` columns."""
-    d = prepare(config, dataset, seed)
+    d = prepare(p, dataset, seed)
     b = d["binarizer"]
     parts = []
     for split in ("train", "test"):
@@ -789,22 +792,23 @@ def binary_table(dataset: str, config: dict[str, Any], seed: int) -> pd.DataFram
     return pd.concat(parts, ignore_index=True)
 
 
-def run_unit(config: dict[str, Any], dataset: str, seed: int) -> dict[str, Any]:
+def run_unit(p: Params, dataset: str, seed: int) -> dict[str, Any]:
     """Everything for one (dataset, seed): faithfulness, canonicity over a Rashomon set, missingness,
-    variable importance, cost. Returns JSON-able scalars and row lists."""
+    variable importance, cost. Reads every field of ``p`` but ``seeds`` and ``datasets``. Returns
+    JSON-able scalars and row lists."""
     t0 = time.perf_counter()
     rng = np.random.default_rng([seed, DATASETS.index(dataset)])
-    d = prepare(config, dataset, seed)
+    d = prepare(p, dataset, seed)
     b: Binarizer = d["binarizer"]
     Xtr, Xte = b.transform(d["X_train_raw"]), b.transform(d["X_test_raw"])
     ytr, yte = d["y_train"], d["y_test"]
 
     # Faithfulness of the representation on a CART tree.
-    cart = DecisionTreeClassifier(max_depth=config["cart_depth"], random_state=seed).fit(Xtr, ytr)
+    cart = DecisionTreeClassifier(max_depth=p.cart_depth, random_state=seed).fit(Xtr, ytr)
     tree = tree_from_sklearn(cart)
     bcf = blake_canonical_form(path_dnf(tree))
     mdnf = minimal_dnf(bcf)
-    X_rand = rng.integers(0, 2, size=(config["n_random_inputs"], b.n_binary)).astype(np.int8)
+    X_rand = rng.integers(0, 2, size=(p.n_random_inputs, b.n_binary)).astype(np.int8)
     truth_te, truth_rand = tree_predict(tree, Xte), tree_predict(tree, X_rand)
     faithful = {
         "bcf_test": float(np.mean(dnf_predict(bcf, Xte) == truth_te)),
@@ -816,10 +820,10 @@ def run_unit(config: dict[str, Any], dataset: str, seed: int) -> dict[str, Any]:
     t_faith = time.perf_counter()
 
     # Canonicity over a TreeFARMS Rashomon set.
-    tf_config = {"depth_budget": config["rset_depth"] + 1, "regularization": config["rset_regularization"],
-                 "rashomon_bound_adder": config["rset_epsilon"], "rashomon_bound_multiplier": 0, "rashomon_bound": 0,
+    tf_config = {"depth_budget": p.rset_depth + 1, "regularization": p.rset_regularization,
+                 "rashomon_bound_adder": p.rset_epsilon, "rashomon_bound_multiplier": 0, "rashomon_bound": 0,
                  "rashomon_ignore_trivial_extensions": True, "verbose": False}
-    trees, set_size = rashomon_set(Xtr, ytr, tf_config, config["rset_max_trees"], rng)
+    trees, set_size = rashomon_set(Xtr, ytr, tf_config, p.rset_max_trees, rng)
     bcfs = [blake_canonical_form(path_dnf(t)) for t in trees]
     keys = [function_key(t) for t in trees]
     canon = partition_agreement(bcfs, keys)
@@ -829,9 +833,9 @@ def run_unit(config: dict[str, Any], dataset: str, seed: int) -> dict[str, Any]:
     t_canon = time.perf_counter()
 
     # Missingness: CART tree on the test rows; Rashomon-set trees at one p.
-    miss_rows = missingness_eval(tree, bcf, mdnf, b, d["X_train_raw"], d["X_test_raw"], yte, config["missing_ps"],
-                                 config["missing_repeats"], config["knn_neighbors"], config["knn_repeats"], rng)
-    rset_missing = rashomon_missingness(trees, bcfs, classes, b, d["X_test_raw"], config["rset_missing_p"], rng)
+    miss_rows = missingness_eval(tree, bcf, mdnf, b, d["X_train_raw"], d["X_test_raw"], yte, p.missing_ps,
+                                 p.missing_repeats, p.knn_neighbors, p.knn_repeats, rng)
+    rset_missing = rashomon_missingness(trees, bcfs, classes, b, d["X_test_raw"], p.rset_missing_p, rng)
     t_miss = time.perf_counter()
 
     # Variable importance over the Rashomon set.
@@ -840,10 +844,10 @@ def run_unit(config: dict[str, Any], dataset: str, seed: int) -> dict[str, Any]:
 
     # Cost: the official setup, CART of depth cost_depth on a bootstrap resample of the train rows.
     Xbs, ybs = resample(Xtr, ytr, random_state=seed)
-    cost_tree = tree_from_sklearn(DecisionTreeClassifier(max_depth=config["cost_depth"], random_state=seed).fit(Xbs, ybs))
-    costs = rng.integers(config["cost_low"], config["cost_high"] + 1, size=len(b.orig_columns)).astype(float)
+    cost_tree = tree_from_sklearn(DecisionTreeClassifier(max_depth=p.cost_depth, random_state=seed).fit(Xbs, ybs))
+    costs = rng.integers(p.cost_low, p.cost_high + 1, size=len(b.orig_columns)).astype(float)
     cost = cost_eval(cost_tree, blake_canonical_form(path_dnf(cost_tree)), np.asarray(b.groups), costs, Xbs, Xte,
-                     rng, config)
+                     rng, episodes=p.q_episodes, alpha=p.q_alpha, gamma=p.q_gamma, exploration=p.q_exploration)
     t_cost = time.perf_counter()
 
     return {

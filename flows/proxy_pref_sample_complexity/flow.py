@@ -3,19 +3,16 @@ proxy-then-fine-tune and the paper's two-stage parameterisation, with and withou
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.proxy_pref_sample_complexity import method
+from flows.proxy_pref_sample_complexity.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
-from tasks.train import torch_single_thread
+from tasks.paper import over_seeds, paper_flow
 
 PAPER = Paper(
     slug="proxy_pref_sample_complexity",
@@ -65,43 +62,6 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    x_dim: int = Field(ge=1, description="prompt dimension (x ~ N(0, I))")
-    latent_dim: int = Field(ge=2, description="D: dimension of the latent simplex tau(x)")
-    n_responses: int = Field(ge=2, description="K = |Y|")
-    latent_scale: float = Field(gt=0, description="A ~ N(0, latent_scale^2): how peaked tau(x) is")
-    policy_scale: float = Field(gt=0, description="policy logits = policy_scale * Theta z")
-    theta_noise: float = Field(ge=0, description="Theta = I + theta_noise * N(0, 1)")
-    h_noise: float = Field(ge=0, lt=1, description="H = (1 - h_noise) derangement + h_noise Dirichlet(1) columns")
-    n_proxy: int = Field(ge=10, description="proxy triples for stage one")
-    n_true_grid: list[Annotated[int, Field(ge=2)]] = Field(min_length=2, description="expert-data sizes")
-    n_ref: int = Field(ge=2, description="n_true of the claim checks (35 in the paper); must be in n_true_grid")
-    n_test: int = Field(ge=10, description="test prompts for KL and agreement")
-    hidden: int = Field(ge=1, description="hidden units of the tau~ network")
-    lr: float = Field(gt=0, description="Adam learning rate (cosine decay to 0)")
-    prior_precision: float = Field(ge=0, description="Gaussian prior precision of every learner (MAP)")
-    baseline_prior_grid: list[Annotated[float, Field(ge=0)]] = Field(
-        description="other prior precisions at which true-only is also run (sensitivity, not gated)")
-    proxy_steps: int = Field(ge=1, description="Adam steps of stage one")
-    proxy_batch: int = Field(ge=1, description="mini-batch of stage one")
-    true_steps: int = Field(ge=1, description="Adam steps of every learner on the expert data")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if len(set(self.n_true_grid)) != len(self.n_true_grid):
-            raise ValueError("n_true_grid values must be distinct")
-        if len(set(self.baseline_prior_grid)) != len(self.baseline_prior_grid):
-            raise ValueError("baseline_prior_grid values must be distinct")
-        if self.n_ref not in self.n_true_grid:
-            raise ValueError("n_ref must be one of n_true_grid")
-        if self.n_responses < self.latent_dim:
-            raise ValueError("n_responses must be >= latent_dim")
-        return self
-
-
-SMOKE = {"seeds": 2, "n_proxy": 300, "n_true_grid": [10, 35, 100], "n_test": 200, "proxy_steps": 40,
-         "proxy_batch": 128, "true_steps": 30, "baseline_prior_grid": [10.0]}
-
 CURVES = {  # series name -> (method, setting) of the per-seed rows
     "true_only": ("true_only", "none"),
     "two_stage": ("two_stage", "holds"),
@@ -113,16 +73,9 @@ CURVES = {  # series name -> (method, setting) of the per-seed rows
 }
 
 
-@paper_task
-def learning_curves_for_seed(config: dict, seed: int) -> dict:
-    return method.run_seed(config, seed)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def proxy_pref_sample_complexity_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    with torch_single_thread():   # seeds run in parallel threads; tiny ops gain nothing from intra-op threads
-        per_seed = learning_curves_for_seed.map(unmapped(config), ctx.seeds).result()
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
 
     rows = pd.DataFrame([{"seed": r["seed"], **row} for r in per_seed for row in r["rows"]])
     save_parquet(rows, ctx.data_dir / "learning_curves.parquet")
@@ -282,7 +235,7 @@ def _notes(params: Params, metrics: dict) -> str:
     ratio_of_means = c["kl_ratio_of_means_ref"]
     text += (
         f"\n\nThe gated ratio is the mean over seeds of the per-seed ratio (the plan's 'mean over seeds'); its median "
-        f"is {c['kl_ratio_median_ref']:.2f} and the ratio of the seed-mean KLs is {ratio_of_means['mean']:.2f} "
+        f"is {c['kl_ratio_median_ref']:.2f} and the ratio of the seed-mean KLs is {ratio_of_means['ratio']:.2f} "
         f"[{ratio_of_means['ci_low']:.2f}, {ratio_of_means['ci_high']:.2f}] (reported, not gated). "
     )
     if c["kl_ratio_ref"]["mean"] > c["kl_ratio_median_ref"] + 0.1:

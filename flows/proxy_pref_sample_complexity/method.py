@@ -36,7 +36,7 @@ sparse expert data alone.  Read top to bottom:
    - ``proxy_only``: the stage-one network used as the policy (the reward-hacking reference).
 4. **Metrics** (``kl_rows``, ``pref_agreement``): E_x KL(pi_dagger(.|x) || pi_hat(.|x)) on fresh
    test prompts, and the fraction of (x, pair) on which pi_hat orders the pair as pi_dagger does.
-5. ``run_seed(config, seed)``: one world, its data and every learner at every n_true.
+5. ``run_seed(p, seed)``: one world, its data and every learner at every n_true, at the flow's typed params ``p``.
 
 All randomness goes through ``np.random.default_rng`` / ``torch.Generator`` seeded from ``seed``.
 """
@@ -48,6 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from flows.proxy_pref_sample_complexity.params import Params
+from tasks.train import torch_single_thread
 
 DTYPE = torch.float32
 
@@ -286,21 +289,30 @@ def _concat(*ps: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {k: torch.cat([p[k] for p in ps]) for k in ps[0]}
 
 
-def run_seed(config: dict, seed: int) -> dict:
-    """Learning curves of every learner in one world.  ``config`` keys: see flow.Params.
+def run_seed(p: Params, seed: int) -> dict:
+    """Learning curves of every learner in one world, on one torch intra-op thread (seeds run in parallel
+    threads; these tiny ops gain nothing from intra-op threads).
+
+    Reads from ``p`` the world (x_dim, latent_dim, n_responses, latent_scale, policy_scale,
+    theta_noise, h_noise), the data sizes (n_proxy, n_true_grid, n_test) and the learners (hidden, lr,
+    prior_precision, baseline_prior_grid, proxy_steps, proxy_batch, true_steps).
 
     Returns ``rows`` (one per method, setting, n_true: KL and agreement on the test prompts) and
     reference numbers of the world (how far the proxy is from the expert, how well stage one fits).
     """
+    with torch_single_thread():
+        return _run_seed(p, seed)
+
+
+def _run_seed(p: Params, seed: int) -> dict:
     t0 = time.perf_counter()
-    dx, D, K, hidden = config["x_dim"], config["latent_dim"], config["n_responses"], config["hidden"]
-    sizes = sorted(int(n) for n in config["n_true_grid"])
-    n_max, n_proxy, S, G = sizes[-1], config["n_proxy"], len(SETTINGS), len(sizes)
+    dx, D, K, hidden = p.x_dim, p.latent_dim, p.n_responses, p.hidden
+    sizes = sorted(int(n) for n in p.n_true_grid)
+    n_max, n_proxy, S, G = sizes[-1], p.n_proxy, len(SETTINGS), len(sizes)
     world_rng, data_rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
     gen = torch.Generator().manual_seed(int(seed))
-    world = make_world(world_rng, dx, D, K, config["latent_scale"], config["policy_scale"],
-                       config["theta_noise"], config["h_noise"])
-    train = dict(lr=config["lr"], prior_precision=config["prior_precision"])
+    world = make_world(world_rng, dx, D, K, p.latent_scale, p.policy_scale, p.theta_noise, p.h_noise)
+    train = dict(lr=p.lr, prior_precision=p.prior_precision)
 
     # --- data: proxy triples of both settings (same x, pairs and uniforms: common random numbers),
     #     true triples (the first n of them for each n_true: nested samples), test prompts
@@ -310,7 +322,7 @@ def run_seed(config: dict, seed: int) -> dict:
     proxy_data = [label_pairs(proxy_policy(world, xp, violated=(s == "violated")), y1p, y2p, up) for s in SETTINGS]
     xt = data_rng.standard_normal((n_max, dx))
     yw_t, yl_t = sample_preferences(data_rng, true_policy(world, xt))
-    x_test = data_rng.standard_normal((config["n_test"], dx))
+    x_test = data_rng.standard_normal((p.n_test, dx))
     p_test = true_policy(world, x_test)
     x_test_t = _t(x_test)[None]
 
@@ -327,8 +339,8 @@ def run_seed(config: dict, seed: int) -> dict:
     proxy = fit(start, zeros, lambda th, rows: network_logp(th, xp_t if rows is None else xp_t[:, rows]),
                 torch.stack([torch.as_tensor(d[0]) for d in proxy_data]),
                 torch.stack([torch.as_tensor(d[1]) for d in proxy_data]),
-                torch.ones((S, n_proxy), dtype=DTYPE), steps=config["proxy_steps"],
-                batch_size=config["proxy_batch"], gen=gen, **train)
+                torch.ones((S, n_proxy), dtype=DTYPE), steps=p.proxy_steps,
+                batch_size=p.proxy_batch, gen=gen, **train)
     with torch.no_grad():
         proxy_eval = evaluate(network_logp(proxy, x_test_t.expand(S, -1, -1)))
         proxy_fit = [float(kl_rows(proxy_policy(world, x_test, violated=(s == "violated")),
@@ -337,9 +349,9 @@ def run_seed(config: dict, seed: int) -> dict:
 
     # --- stage two, networks, one batch per n_true (no padding): [true_only at the default prior,
     #     full_finetune(holds), full_finetune(violated), true_only at each baseline_prior_grid value]
-    extra = [float(p) for p in config["baseline_prior_grid"]]
+    extra = [float(v) for v in p.baseline_prior_grid]
     n_nets = 1 + S + len(extra)
-    precision = torch.tensor([config["prior_precision"]] * (1 + S) + extra, dtype=DTYPE)
+    precision = torch.tensor([p.prior_precision] * (1 + S) + extra, dtype=DTYPE)
     net_eval = []
     for n in sizes:
         fresh = init_network(gen, 1, dx, hidden, D, K)          # one draw, shared by every true_only prior
@@ -350,7 +362,7 @@ def run_seed(config: dict, seed: int) -> dict:
         yw_n = torch.as_tensor(yw_t[:n]).expand(n_nets, -1)
         yl_n = torch.as_tensor(yl_t[:n]).expand(n_nets, -1)
         nets = fit(start, prior, lambda th, rows: network_logp(th, x_n), yw_n, yl_n,
-                   torch.ones((n_nets, n), dtype=DTYPE), steps=config["true_steps"], lr=config["lr"],
+                   torch.ones((n_nets, n), dtype=DTYPE), steps=p.true_steps, lr=p.lr,
                    prior_precision=precision)
         with torch.no_grad():
             net_eval.append(evaluate(network_logp(nets, x_test_t.expand(n_nets, -1, -1))))
@@ -366,7 +378,7 @@ def run_seed(config: dict, seed: int) -> dict:
     adapters = init_adapter(S * G, D)
     adapters = fit(adapters, {k: v.clone() for k, v in adapters.items()}, lambda a, rows: adapter_logp(a, z_tr, Th_fix),
                    torch.as_tensor(yw_t).expand(S * G, -1), torch.as_tensor(yl_t).expand(S * G, -1), mask,
-                   steps=config["true_steps"], **train)
+                   steps=p.true_steps, **train)
     with torch.no_grad():
         ad_eval = evaluate(adapter_logp(adapters, z_test, Th_fix))
 
@@ -377,8 +389,8 @@ def run_seed(config: dict, seed: int) -> dict:
             rows.append({"method": "full_finetune", "setting": s, "n_true": n, **net_eval[g][1 + i]})
             rows.append({"method": "two_stage", "setting": s, "n_true": n, **ad_eval[i * G + g]})
             rows.append({"method": "proxy_only", "setting": s, "n_true": n, **proxy_eval[i]})
-        for j, p in enumerate(extra):
-            rows.append({"method": baseline_name(p), "setting": "none", "n_true": n, **net_eval[g][1 + S + j]})
+        for j, prec in enumerate(extra):
+            rows.append({"method": baseline_name(prec), "setting": "none", "n_true": n, **net_eval[g][1 + S + j]})
     gap = [float(kl_rows(p_test, np.log(proxy_policy(world, x_test, violated=(s == "violated")))).mean())
            for s in SETTINGS]
     marginal = p_test.mean(axis=0, keepdims=True)

@@ -4,19 +4,17 @@ and the Renyi-2 divergence of the mean encoded state against the paper's bound."
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.quantum_reuploading import method
+from flows.quantum_reuploading.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
+from tasks.paper import paper_flow, run_mapped
 from tasks.train import torch_single_thread
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
 
 PAPER = Paper(
     slug="quantum_reuploading",
@@ -86,64 +84,12 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    synthetic_dims: list[Annotated[int, Field(ge=3, le=384)]] = Field(min_length=3, description="D of the deep-narrow sweep (multiples of 3N)")
-    narrow_qubits: int = Field(ge=1, le=4, description="N of the deep-narrow circuits (L = D / 3N)")
-    repetitions: list[Annotated[int, Field(ge=1, le=8)]] = Field(min_length=2, description="R; must contain 1")
-    wide_dims: list[Annotated[int, Field(ge=3, le=30)]] = Field(min_length=1, description="D of the wide circuits N = D/3, L = 1")
-    width_dim: int = Field(ge=3, le=48, description="D of the width sweep")
-    width_qubits: list[Annotated[int, Field(ge=1, le=10)]] = Field(min_length=2, description="N of the width sweep (L = width_dim / 3N)")
-    digits_dims: list[Annotated[int, Field(ge=3, le=60)]] = Field(min_length=2, description="PCA dimensions of the digits sweep")
-    digits_classes: list[Annotated[int, Field(ge=0, le=9)]] = Field(min_length=2, max_length=2)
-    digits_train_frac: float = Field(gt=0.1, lt=0.9)
-    n_train: int = Field(ge=20, le=5000)
-    n_test: int = Field(ge=20, le=20000)
-    margin_sd: float = Field(ge=0.0, le=3.0, description="synthetic margin in units of std(w.x)")
-    d2_samples: int = Field(ge=50, le=5000, description="inputs of the empirical D_2 estimate")
-    steps: int = Field(ge=1, le=5000, description="full-batch Adam steps")
-    lr: float = Field(gt=0, le=1.0)
-    init_std: float = Field(gt=0, le=10.0, description="trainable angles ~ N(0, init_std^2)")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if 1 not in self.repetitions:
-            raise ValueError("repetitions must contain 1")
-        if len(set(self.synthetic_dims)) < 3:
-            raise ValueError("synthetic_dims needs at least three distinct values")
-        for d in self.synthetic_dims + self.digits_dims:
-            if d % (3 * self.narrow_qubits):
-                raise ValueError(f"D = {d} is not a multiple of 3 * narrow_qubits")
-        for d in self.wide_dims:
-            if d % 3:
-                raise ValueError(f"wide D = {d} is not a multiple of 3")
-        for n in self.width_qubits:
-            if self.width_dim % (3 * n):
-                raise ValueError(f"width_dim = {self.width_dim} is not a multiple of 3 * {n}")
-        if self.width_dim not in self.synthetic_dims:
-            raise ValueError("width_dim must be one of synthetic_dims")
-        if self.narrow_qubits not in self.width_qubits or self.width_dim // 3 not in self.width_qubits:
-            raise ValueError("width_qubits must contain narrow_qubits and width_dim / 3 (the wide-vs-deep claim)")
-        if min(d for d in self.synthetic_dims) // (3 * self.narrow_qubits) > 2:
-            raise ValueError("the shallow control needs some D with L <= 2")
-        return self
-
-
-SMOKE = {"seeds": 1, "synthetic_dims": [6, 12, 24], "repetitions": [1, 2], "wide_dims": [6], "width_dim": 12,
-         "width_qubits": [2, 4], "digits_dims": [6, 12], "n_train": 40, "n_test": 60, "d2_samples": 60, "steps": 5}
-
-
-@paper_task
-def run_job(config: dict, seed: int, job: dict) -> dict:
-    return method.run_job(config, seed, job)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def quantum_reuploading_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    jobs = method.build_jobs(config)
+    jobs = method.build_jobs(params)
     pairs = [(s, j) for j in jobs for s in ctx.seeds]  # most expensive jobs first
     with torch_single_thread():  # jobs already run in parallel threads; intra-op threads only oversubscribe
-        results = run_job.map(unmapped(config), [s for s, _ in pairs], [j for _, j in pairs]).result()
+        results = run_mapped(method.run_job, {"seed": [s for s, _ in pairs], "job": [j for _, j in pairs]}, p=params)
     rows = pd.DataFrame(results).sort_values(["dataset", "D", "N", "R", "seed"]).reset_index(drop=True)
     save_parquet(rows, ctx.data_dir / "runs.parquet")
     metrics = _metrics(params, rows)

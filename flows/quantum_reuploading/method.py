@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from sklearn.decomposition import PCA
 
+from flows.quantum_reuploading.params import Params
 from tasks.data import load_bundled
 
 CDTYPE = torch.complex128
@@ -358,26 +359,28 @@ def linearly_separable(n: int, dim: int, margin_sd: float, rng: np.random.Genera
     return x, (x.sum(1) <= 0).astype(np.float64)
 
 
-def synthetic_split(seed: int, dim: int, cfg: dict) -> dict[str, np.ndarray]:
-    """Train/test/diagnostic draws of the synthetic task for (seed, D); independent of N, L, R."""
+def synthetic_split(seed: int, dim: int, n_train: int, n_test: int, n_diag: int,
+                    margin_sd: float) -> dict[str, np.ndarray]:
+    """Train/test/diagnostic draws (``n_train``, ``n_test``, ``n_diag`` points) of the synthetic task for
+    (seed, D); independent of N, L, R."""
     rng = np.random.default_rng([seed, dim, 11])
-    x, y = linearly_separable(cfg["n_train"] + cfg["n_test"], dim, cfg["margin_sd"], rng)
-    xd, _ = linearly_separable(cfg["d2_samples"], dim, cfg["margin_sd"], np.random.default_rng([seed, dim, 12]))
-    n = cfg["n_train"]
-    return {"x_train": x[:n], "y_train": y[:n], "x_test": x[n:], "y_test": y[n:], "x_diag": xd}
+    x, y = linearly_separable(n_train + n_test, dim, margin_sd, rng)
+    xd, _ = linearly_separable(n_diag, dim, margin_sd, np.random.default_rng([seed, dim, 12]))
+    return {"x_train": x[:n_train], "y_train": y[:n_train], "x_test": x[n_train:], "y_test": y[n_train:],
+            "x_diag": xd}
 
 
-def digits_split(seed: int, dim: int, cfg: dict) -> dict[str, np.ndarray]:
-    """scikit-learn digits, two classes (first -> 0, second -> 1), a seeded stratified half split,
-    PCA to D components fitted on the train half, each component standardised with train stats.
-    The diagnostic sample is the test half."""
+def digits_split(seed: int, dim: int, classes: tuple[int, int], train_frac: float) -> dict[str, np.ndarray]:
+    """scikit-learn digits, two ``classes`` (first -> 0, second -> 1), a seeded stratified split with a
+    share ``train_frac`` of each class for training, PCA to D components fitted on the train part, each
+    component standardised with train stats. The diagnostic sample is the test part."""
     X, y = load_bundled("digits")
-    a, b = cfg["digits_classes"]
+    a, b = classes
     mask = y.isin([a, b]).to_numpy()
     x = X.to_numpy(dtype=np.float64)[mask] / 16.0
     lab = (y.to_numpy()[mask] == b).astype(np.float64)
     rng = np.random.default_rng([seed, 21])
-    train_idx = np.concatenate([rng.permutation(np.flatnonzero(lab == c))[: int(round(cfg["digits_train_frac"] * (lab == c).sum()))]
+    train_idx = np.concatenate([rng.permutation(np.flatnonzero(lab == c))[: int(round(train_frac * (lab == c).sum()))]
                                 for c in (0.0, 1.0)])
     test_mask = np.ones(len(lab), bool)
     test_mask[train_idx] = False
@@ -390,21 +393,23 @@ def digits_split(seed: int, dim: int, cfg: dict) -> dict[str, np.ndarray]:
             "x_diag": z_test}
 
 
-def dataset(name: str, seed: int, dim: int, cfg: dict) -> dict[str, np.ndarray]:
+def dataset(name: str, seed: int, dim: int, p: Params) -> dict[str, np.ndarray]:
+    """The draw of data set ``name`` for (seed, D): synthetic (reads ``p.n_train``, ``p.n_test``,
+    ``p.d2_samples``, ``p.margin_sd``) or digits (``p.digits_classes``, ``p.digits_train_frac``)."""
     if name == "synthetic":
-        return synthetic_split(seed, dim, cfg)
+        return synthetic_split(seed, dim, p.n_train, p.n_test, p.d2_samples, p.margin_sd)
     if name == "digits":
-        return digits_split(seed, dim, cfg)
+        return digits_split(seed, dim, tuple(p.digits_classes), p.digits_train_frac)
     raise ValueError(f"unknown dataset {name!r}")
 
 
 # --------------------------------------------------------------------------- experiment grid
-def build_jobs(cfg: dict) -> list[dict]:
+def build_jobs(p: Params) -> list[dict]:
     """Every (dataset, D, N, L, R) of the run, deduplicated, most expensive first.
 
-    deep-narrow: N = ``narrow_qubits``, L = D / (3N), R in ``repetitions`` (synthetic) or R = 1 (digits);
-    wide: N = D / 3, L = 1 for D in ``wide_dims``; width sweep at D = ``width_dim``: N in ``width_qubits``,
-    L = D / (3N).
+    deep-narrow: N = ``p.narrow_qubits``, L = D / (3N) for D in ``p.synthetic_dims`` with R in
+    ``p.repetitions`` and for D in ``p.digits_dims`` with R = 1; wide: N = D / 3, L = 1 for D in
+    ``p.wide_dims``; width sweep at D = ``p.width_dim``: N in ``p.width_qubits``, L = D / (3N).
     """
     jobs: dict[tuple, dict] = {}
 
@@ -415,34 +420,35 @@ def build_jobs(cfg: dict) -> list[dict]:
         job = jobs.setdefault(key, {"dataset": ds, "D": dim, "N": n, "L": dim // (3 * n), "R": r, "roles": []})
         job["roles"].append(role)
 
-    n0 = cfg["narrow_qubits"]
-    for dim in cfg["synthetic_dims"]:
-        for r in cfg["repetitions"]:
+    n0 = p.narrow_qubits
+    for dim in p.synthetic_dims:
+        for r in p.repetitions:
             add("synthetic", dim, n0, r, "deep_narrow")
-    for dim in cfg["digits_dims"]:
+    for dim in p.digits_dims:
         add("digits", dim, n0, 1, "deep_narrow")
     for ds in ("synthetic", "digits"):
-        for dim in cfg["wide_dims"]:
+        for dim in p.wide_dims:
             add(ds, dim, dim // 3, 1, "wide")
     for ds in ("synthetic", "digits"):
-        for n in cfg["width_qubits"]:
-            add(ds, cfg["width_dim"], n, 1, "width_sweep")
+        for n in p.width_qubits:
+            add(ds, p.width_dim, n, 1, "width_sweep")
     cost = lambda j: j["R"] * j["L"] * (j["N"] + 2) * (1 + 2 ** j["N"] / 64)  # noqa: E731
     return sorted(jobs.values(), key=lambda j: (-cost(j), j["dataset"], j["D"], j["N"], j["R"]))
 
 
-def run_job(cfg: dict, seed: int, job: dict) -> dict[str, Any]:
-    """Train one circuit on one dataset draw; JSON-able scalars.
+def run_job(p: Params, seed: int, job: dict) -> dict[str, Any]:
+    """Train one circuit (a job of :func:`build_jobs`) on one dataset draw; JSON-able scalars.
 
+    Reads the data fields of ``p`` (see :func:`dataset`) and ``p.steps``, ``p.lr``, ``p.init_std``.
     The trainable-parameter seed depends on (seed, N, L, R) only, the data on (seed, dataset, D).
     """
     t0 = time.perf_counter()
-    data = dataset(job["dataset"], seed, job["D"], cfg)
+    data = dataset(job["dataset"], seed, job["D"], p)
     n, L, r = job["N"], job["L"], job["R"]
     g_train = encode_inputs(data["x_train"], n, L)
     g_test = encode_inputs(data["x_test"], n, L)
     init_seed = int(np.random.default_rng([seed, n, L, r, 31]).integers(2 ** 62))
-    theta0, theta, losses = train(g_train, data["y_train"], r, cfg["steps"], cfg["lr"], cfg["init_std"], init_seed)
+    theta0, theta, losses = train(g_train, data["y_train"], r, p.steps, p.lr, p.init_std, init_seed)
     y_tr, y_te = torch.as_tensor(data["y_train"]), torch.as_tensor(data["y_test"])
     with torch.no_grad():
         z_tr, z_te, z_te0 = predict_z(g_train, theta), predict_z(g_test, theta), predict_z(g_test, theta0)
@@ -475,6 +481,6 @@ def run_job(cfg: dict, seed: int, job: dict) -> dict[str, Any]:
     return out
 
 
-def run_seed(cfg: dict, seed: int) -> dict[str, Any]:
+def run_seed(p: Params, seed: int) -> dict[str, Any]:
     """Every job of the grid for one seed (sequential); ``{"seed", "rows": [run_job(...), ...]}``."""
-    return {"seed": seed, "rows": [run_job(cfg, seed, job) for job in build_jobs(cfg)]}
+    return {"seed": seed, "rows": [run_job(p, seed, job) for job in build_jobs(p)]}

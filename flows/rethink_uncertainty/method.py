@@ -21,6 +21,9 @@ Read top to bottom:
    eps_th = (BALD - EIG_theta^true)^2 where EIG_theta^true = H[p_n(theta)] - E_{p_true(y)} H[p_{n+1}(theta)];
 6. active learning on digits with a 5-member deep ensemble (BALD, predictive entropy, random).
 
+The experiment entry points ``run_estimation_seed(p, seed)`` and ``run_al_seed(p, seed, acquisition,
+digits)`` take the flow's typed params ``p``; the functions below them take explicit arguments.
+
 No Prefect, no DVC. Randomness only through explicit ``np.random.default_rng`` and
 ``torch.Generator`` seeds: the same seed gives bit-identical results.
 """
@@ -37,6 +40,9 @@ import numpy as np
 import torch
 from scipy import integrate, special
 from sklearn.model_selection import train_test_split
+
+from flows.rethink_uncertainty.params import Params
+from tasks.train import torch_single_thread
 
 LN2PI = float(np.log(2.0 * np.pi))
 PROBLEMS = ("discrete", "continuous")
@@ -277,27 +283,29 @@ def mc_bald_beta(a: float, b: float, n_samples: int, rng: np.random.Generator) -
     return float(bald(bernoulli_probs(rng.beta(a, b, size=n_samples))))
 
 
-def run_estimation_seed(config: dict[str, Any], seed: int) -> dict[str, Any]:
+def run_estimation_seed(p: Params, seed: int) -> dict[str, Any]:
     """Both conjugate problems for one seed: data drawn once, posteriors after the first n points.
 
-    Returns ``{"rows": [...]}``: one row per (problem, n) with every quantity and the two squared errors.
+    Reads ``p.n_examples``, ``p.p_true``, ``p.beta_prior``, ``p.mu_true``, ``p.sigma_true``,
+    ``p.normal_gamma_prior`` and ``p.mc_samples``. Returns ``{"rows": [...]}``: one row per
+    (problem, n) with every quantity and the two squared errors.
     """
     rng = np.random.default_rng([seed, 0])
-    n_max = max(config["n_examples"])
-    bern = (rng.random(n_max) < config["p_true"]).astype(float)
-    gauss = config["mu_true"] + config["sigma_true"] * rng.standard_normal(n_max)
+    n_max = max(p.n_examples)
+    bern = (rng.random(n_max) < p.p_true).astype(float)
+    gauss = p.mu_true + p.sigma_true * rng.standard_normal(n_max)
     mc_rng = np.random.default_rng([seed, 1])
-    a0, b0 = config["beta_prior"]
-    na0, nb0, nk0, nm0 = config["normal_gamma_prior"]
+    a0, b0 = p.beta_prior
+    na0, nb0, nk0, nm0 = p.normal_gamma_prior
     rows = []
-    for n in config["n_examples"]:
+    for n in p.n_examples:
         a, b = beta_update(bern[:n], a0, b0)
-        q = discrete_quantities(a, b, config["p_true"])
-        q["mc_bald"] = mc_bald_beta(a, b, config["mc_samples"], mc_rng)
+        q = discrete_quantities(a, b, p.p_true)
+        q["mc_bald"] = mc_bald_beta(a, b, p.mc_samples, mc_rng)
         q["p_n"] = a / (a + b)
         rows.append({"problem": "discrete", "seed": seed, "n": n, **q})
         pa, pb, pk, pm = normal_gamma_update(gauss[:n], na0, nb0, nk0, nm0)
-        q = continuous_quantities(pa, pb, pk, pm, config["mu_true"], config["sigma_true"])
+        q = continuous_quantities(pa, pb, pk, pm, p.mu_true, p.sigma_true)
         q["m_n"] = pm
         rows.append({"problem": "continuous", "seed": seed, "n": n, **q})
     for r in rows:
@@ -315,19 +323,20 @@ def run_estimation_seed(config: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 # ====================================================================== 6. active learning on digits
-def split_digits(X: np.ndarray, y: np.ndarray, config: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
-    """Pool / test split (stratified) and a class-balanced initial labelled set.
+def split_digits(X: np.ndarray, y: np.ndarray, seed: int, test_size: float, init_labels: int) -> dict[str, np.ndarray]:
+    """Pool / test split (stratified, ``test_size`` of the rows) and a class-balanced initial labelled
+    set of ``init_labels`` pool points.
 
     ``X`` (n, 64) raw pixel counts, scaled to [0, 1]; returns pool/test arrays and ``init`` indices into the pool.
     """
     Xs = np.asarray(X, dtype=np.float32) / 16.0
-    X_pool, X_test, y_pool, y_test = train_test_split(Xs, np.asarray(y), test_size=config["al_test_size"],
+    X_pool, X_test, y_pool, y_test = train_test_split(Xs, np.asarray(y), test_size=test_size,
                                                       stratify=y, random_state=seed)
     rng = np.random.default_rng([seed, 2])
     classes = np.unique(y_pool)
-    per_class = config["al_init_labels"] // len(classes)
+    per_class = init_labels // len(classes)
     init = np.concatenate([rng.choice(np.flatnonzero(y_pool == c), per_class, replace=False) for c in classes])
-    extra = config["al_init_labels"] - len(init)
+    extra = init_labels - len(init)
     if extra > 0:
         rest = np.setdiff1d(np.arange(len(y_pool)), init)
         init = np.concatenate([init, rng.choice(rest, extra, replace=False)])
@@ -357,16 +366,18 @@ def ensemble_logits(params: list[torch.Tensor], X: torch.Tensor) -> torch.Tensor
     return h
 
 
-def train_ensemble(X: np.ndarray, y: np.ndarray, n_classes: int, config: dict[str, Any], seed: int) -> list[torch.Tensor]:
-    """A deep ensemble trained by full-batch Adam on (X (n, d), y (n,)); members differ in their
-    initialisation only (the standard deep ensemble). Deterministic given ``seed``."""
+def train_ensemble(X: np.ndarray, y: np.ndarray, n_classes: int, seed: int, *, members: int, hidden: list[int],
+                   steps: int, lr: float, weight_decay: float) -> list[torch.Tensor]:
+    """A deep ensemble of ``members`` MLPs (``hidden`` widths, ReLU) trained by ``steps`` full-batch Adam
+    steps on (X (n, d), y (n,)); members differ in their initialisation only (the standard deep
+    ensemble). Deterministic given ``seed``."""
     gen = torch.Generator().manual_seed(seed)
-    dims = [X.shape[1], *config["al_hidden"], n_classes]
-    params = init_ensemble(config["al_members"], dims, gen)
+    dims = [X.shape[1], *hidden, n_classes]
+    params = init_ensemble(members, dims, gen)
     Xt, yt = torch.tensor(X), torch.tensor(np.asarray(y, dtype=np.int64))
-    opt = torch.optim.Adam(params, lr=config["al_lr"], weight_decay=config["al_weight_decay"])
-    E = config["al_members"]
-    for _ in range(config["al_steps"]):
+    opt = torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    E = members
+    for _ in range(steps):
         opt.zero_grad()
         logits = ensemble_logits(params, Xt)                  # (E, n, C)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), yt.repeat(E)) * E
@@ -392,37 +403,54 @@ def acquisition_scores(name: str, probs: np.ndarray, rng: np.random.Generator) -
     raise ValueError(f"unknown acquisition {name!r}")
 
 
-def run_active_learning(data: dict[str, np.ndarray], acquisition: str, config: dict[str, Any], seed: int
+def run_active_learning(data: dict[str, np.ndarray], acquisition: str, p: Params, seed: int
                         ) -> list[dict[str, Any]]:
-    """Pool-based active learning: retrain the ensemble, score the unlabelled pool, label the top
-    ``al_batch`` points; ``al_rounds`` times. One row per round (test accuracy and NLL of the
-    ensemble's mean prediction). The initial set and the per-round initialisations are shared by
-    all acquisition functions of a seed (paired comparison)."""
+    """Pool-based active learning: retrain the ensemble (``p.al_members``, ``p.al_hidden``, ``p.al_steps``,
+    ``p.al_lr``, ``p.al_weight_decay``), score the unlabelled pool, label the top ``p.al_batch`` points;
+    ``p.al_rounds`` times. One row per round (test accuracy and NLL of the ensemble's mean prediction).
+    The initial set and the per-round initialisations are shared by all acquisition functions of a
+    seed (paired comparison)."""
     n_classes = int(max(data["y_pool"].max(), data["y_test"].max())) + 1
     labelled = np.zeros(len(data["y_pool"]), dtype=bool)
     labelled[data["init"]] = True
     rng = np.random.default_rng([seed, 3])
     rows = []
-    for rnd in range(config["al_rounds"] + 1):
+    for rnd in range(p.al_rounds + 1):
         idx = np.flatnonzero(labelled)
-        params = train_ensemble(data["X_pool"][idx], data["y_pool"][idx], n_classes, config, seed=seed * 1000 + rnd)
+        params = train_ensemble(data["X_pool"][idx], data["y_pool"][idx], n_classes, seed=seed * 1000 + rnd,
+                                members=p.al_members, hidden=p.al_hidden, steps=p.al_steps, lr=p.al_lr,
+                                weight_decay=p.al_weight_decay)
         p_test = ensemble_probs(params, data["X_test"]).mean(axis=0)
         acc = float(np.mean(p_test.argmax(axis=1) == data["y_test"]))
         nll = float(-np.mean(np.log(np.clip(p_test[np.arange(len(p_test)), data["y_test"]], 1e-12, None))))
         rows.append({"acquisition": acquisition, "seed": seed, "round": rnd, "n_labels": int(labelled.sum()),
                      "n_acquired": int(labelled.sum()) - len(data["init"]), "test_acc": acc, "test_nll": nll})
-        if rnd == config["al_rounds"]:
+        if rnd == p.al_rounds:
             break
         pool = np.flatnonzero(~labelled)
         scores = acquisition_scores(acquisition, ensemble_probs(params, data["X_pool"][pool]), rng)
-        top = pool[np.argsort(-scores, kind="stable")[:config["al_batch"]]]
+        top = pool[np.argsort(-scores, kind="stable")[:p.al_batch]]
         labelled[top] = True
     return rows
 
 
-def run_al_seed(X: np.ndarray, y: np.ndarray, config: dict[str, Any], seed: int, acquisition: str) -> dict[str, Any]:
-    """One (seed, acquisition function) active-learning run with its wall time."""
+def run_al_seed(p: Params, seed: int, acquisition: str, digits: tuple[np.ndarray, np.ndarray] | str
+                ) -> dict[str, Any]:
+    """One (seed, acquisition function) active-learning run with its wall time, on one torch thread
+    (runs of other seeds go on in parallel tasks).
+
+    ``digits``: (X (n, 64) pixel counts, y (n,)) arrays, or the path of a Parquet file with the
+    features and a ``target`` column (:func:`tasks.data.save_bundled`). Reads ``p.al_test_size``,
+    ``p.al_init_labels`` and what :func:`run_active_learning` reads.
+    """
     started = time.perf_counter()
-    data = split_digits(X, y, config, seed)
-    rows = run_active_learning(data, acquisition, config, seed)
+    if isinstance(digits, str):
+        from tasks.data import load_xy
+
+        frame, target = load_xy(digits)
+        digits = (frame.to_numpy(dtype=np.float32), target.to_numpy())
+    X, y = digits
+    data = split_digits(X, y, seed, p.al_test_size, p.al_init_labels)
+    with torch_single_thread():
+        rows = run_active_learning(data, acquisition, p, seed)
     return {"rows": rows, "seconds": time.perf_counter() - started}

@@ -4,26 +4,16 @@ SFBD without clean pretraining and an all-clean oracle."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.sfbd_deconv import method
+from flows.sfbd_deconv.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.paper import paper_flow, run_mapped
 
 KINDS = ("toy", "digits")
 PRIMARY = {"toy": "sw", "digits": "fid"}
@@ -90,60 +80,6 @@ PAPER = Paper(
         "argument: a few hundred clean points already pin down a 2-D density, so clean-only is a strong baseline."
     ),
 )
-
-
-class Params(PaperParams):
-    toy_name: Literal["moons", "eight_gaussians", "checkerboard", "swiss_roll"] = Field(
-        description="2-D density of tasks.data.make_toy_2d")
-    toy_n_train: int = Field(ge=50, description="2-D training points (clean fraction + noisy rest)")
-    toy_n_test: int = Field(ge=50, description="held-out clean 2-D points for the metrics")
-    toy_sigma_zeta: float = Field(gt=0, description="measurement noise sigma_zeta of the 2-D data (std ~ 1)")
-    toy_sigma_data: float = Field(gt=0, description="EDM sigma_data of the 2-D denoiser")
-    toy_width: int = Field(ge=4, description="hidden width of the 2-D MLP denoiser")
-    toy_depth: int = Field(ge=1, description="hidden layers of the 2-D MLP denoiser")
-    toy_base_steps: int = Field(ge=1, description="Adam steps of pretraining / noisy / oracle training (2-D)")
-    toy_finetune_steps: int = Field(ge=1, description="Adam steps of each SFBD update (2-D)")
-    toy_n_generate: int = Field(ge=10, description="generated 2-D samples per evaluation")
-    digits_n_test: int = Field(ge=50, le=1000, description="held-out clean digits for the digits-FID")
-    digits_sigma_zeta: float = Field(gt=0, description="measurement noise on pixels in [-1, 1]")
-    digits_sigma_data: float = Field(gt=0, description="EDM sigma_data of the digits denoiser")
-    digits_width: int = Field(ge=4)
-    digits_depth: int = Field(ge=1)
-    digits_base_steps: int = Field(ge=1)
-    digits_finetune_steps: int = Field(ge=1)
-    digits_n_generate: int = Field(ge=10, description="generated digits per evaluation")
-    clean_fraction_low: float = Field(gt=0, lt=1, description="the small clean fraction (paper: 4%)")
-    clean_fraction_high: float = Field(gt=0, lt=1, description="the larger clean fraction (paper: 10%)")
-    rounds: int = Field(ge=1, description="SFBD denoise/update rounds K")
-    denoise_steps: int = Field(ge=2, description="levels of the EDM grid truncated at sigma_zeta for denoising")
-    sample_steps: int = Field(ge=2, description="Heun steps of the EDM sampler for evaluation")
-    embedding_dim: int = Field(ge=2, description="sinusoidal c_noise embedding size (even)")
-    batch_size: int = Field(ge=1)
-    lr: float = Field(gt=0, description="Adam learning rate of every denoiser training")
-    mmd_points: int = Field(ge=10, description="points per side of the RBF-MMD")
-    sw_projections: int = Field(ge=1, description="random directions of the sliced Wasserstein distance")
-    classifier_hidden: list[Annotated[int, Field(ge=2)]] = Field(min_length=1, description="digits-FID classifier")
-    classifier_epochs: int = Field(ge=1)
-    n_shown: int = Field(ge=1, description="2-D points per method in the figure")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if self.clean_fraction_low >= self.clean_fraction_high:
-            raise ValueError("clean_fraction_low must be below clean_fraction_high")
-        if self.embedding_dim % 2:
-            raise ValueError("embedding_dim must be even")
-        return self
-
-
-SMOKE = {"seeds": 1, "toy_n_train": 500, "toy_n_test": 200, "toy_base_steps": 20, "toy_finetune_steps": 5,
-         "toy_n_generate": 200, "digits_n_test": 200, "digits_base_steps": 20, "digits_finetune_steps": 5,
-         "digits_n_generate": 200, "rounds": 2, "toy_width": 32, "digits_width": 32, "mmd_points": 100,
-         "classifier_epochs": 2, "n_shown": 100}
-
-
-@paper_task
-def run_one(config: dict, seed: int, kind: str) -> dict:
-    return method.run_data_seed(config, seed, kind)
 
 
 def _aggregate(rows: pd.DataFrame, denoise: pd.DataFrame, per_task: list[dict], params: Params) -> dict:
@@ -236,26 +172,13 @@ def _digit_strip(shown: dict, params: Params):
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def sfbd_deconv_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    frames = []
-    for seed in ctx.seeds:
-        for kind, build in (("toy", method.toy_dataset), ("digits", method.digits_dataset)):
-            data = build(config, seed)
-            n_train = len(data["train"])
-            rank = np.empty(n_train, dtype=int)
-            rank[data["order"]] = np.arange(n_train)
-            for split, clean, noisy in (("train", data["train"], data["noisy"]), ("test", data["test"], None)):
-                frame = pd.DataFrame(clean, columns=[f"x{j}" for j in range(clean.shape[1])])
-                if noisy is not None:
-                    frame = frame.join(pd.DataFrame(noisy, columns=[f"y{j}" for j in range(noisy.shape[1])]))
-                    frame["clean_rank"] = rank  # the clean subset at fraction f: clean_rank < round(f n_train)
-                frames.append((kind, frame.assign(seed=seed, split=split)))
-    for kind in KINDS:
-        save_parquet(pd.concat([f for k, f in frames if k == kind], ignore_index=True),
+    for kind in KINDS:   # every seed's data as the runs see it, for inspection
+        save_parquet(pd.concat([method.dataset_frame(params, seed, kind) for seed in ctx.seeds], ignore_index=True),
                      ctx.data_dir / f"{kind}.parquet")
 
     jobs = [(seed, kind) for seed in ctx.seeds for kind in KINDS]
-    results = run_one.map(unmapped(config), [s for s, _ in jobs], [k for _, k in jobs]).result()
+    results = run_mapped(method.run_data_seed, {"seed": [s for s, _ in jobs], "kind": [k for _, k in jobs]},
+                         p=params)
     per_task = [{**r, "seed": s, "kind": k} for (s, k), r in zip(jobs, results)]
     rows = pd.DataFrame([row for r in per_task for row in r["rows"]])
     denoise = pd.DataFrame([row for r in per_task for row in r["denoise_rows"]])

@@ -17,7 +17,8 @@ Baselines: clean-only (step 1 alone), noisy-only naive (train on y as if clean),
 
 Everything diffusion-generic (EDM preconditioning, EDM loss, the Heun sampler, the σ grid) comes from
 ``tasks.diffusion``; quality metrics from ``tasks.two_sample``. This file adds the truncated grid, the measurement
-noise, the SFBD loop, the digits feature extractor for a "digits-FID" and the per-seed experiments.
+noise, the SFBD loop, the digits feature extractor for a "digits-FID" and the per-seed experiments
+(``run_data_seed(p, seed, kind)`` with ``p`` the flow's typed params).
 Shapes: data sets are float32 tensors (n, d); d = 2 for the toy densities, d = 64 for 8×8 digits in [-1, 1].
 """
 
@@ -25,11 +26,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
+from flows.sfbd_deconv.params import Params
 from tasks import diffusion
 from tasks.data import digits_pixels, make_toy_2d
 from tasks.seeding import numpy_rng, torch_generator, torch_seeded
@@ -106,24 +110,26 @@ def make_denoiser(dim: int, width: int, depth: int, embedding_dim: int, sigma_da
     return diffusion.EDMPrecond(net, sigma_data)
 
 
-def fit(denoiser: diffusion.EDMPrecond, data: torch.Tensor, steps: int, cfg: dict, seed: int) -> float:
+def fit(denoiser: diffusion.EDMPrecond, data: torch.Tensor, steps: int, batch_size: int, lr: float,
+        seed: int) -> float:
     """EDM loss (ln σ ~ N(-1.2, 1.2²), λ(σ) = (σ²+σ_d²)/(σσ_d)²) with Adam; returns the mean loss of the last 10%."""
-    history = diffusion.train_edm(denoiser, data, steps=steps, batch_size=cfg["batch_size"], lr=cfg["lr"], seed=seed)
+    history = diffusion.train_edm(denoiser, data, steps=steps, batch_size=batch_size, lr=lr, seed=seed)
     tail = history[-max(1, len(history) // 10):]
     return float(np.mean(tail))
 
 
 def sfbd(denoiser: diffusion.EDMPrecond, noisy: torch.Tensor, *, rounds: int, sigmas: torch.Tensor,
-         finetune_steps: int, cfg: dict, seed: int, clip: tuple[float, float] | None = None,
+         finetune_steps: int, batch_size: int, lr: float, seed: int, clip: tuple[float, float] | None = None,
          on_round: Callable[[int, diffusion.EDMPrecond, torch.Tensor], None] | None = None) -> diffusion.EDMPrecond:
     """K rounds of backward denoising of ``noisy`` (n, d) followed by fine-tuning on the denoised set (in place).
 
-    ``sigmas``: the truncated grid (first entry σ_ζ). ``on_round(k, denoiser, E_k)`` is called after round k's
-    update, with E_k the denoised samples the update was trained on. Returns the final denoiser D_φK.
+    ``sigmas``: the truncated grid (first entry σ_ζ); each update is ``finetune_steps`` Adam steps (``batch_size``,
+    ``lr``). ``on_round(k, denoiser, E_k)`` is called after round k's update, with E_k the denoised samples the
+    update was trained on. Returns the final denoiser D_φK.
     """
     for k in range(1, rounds + 1):
         denoised, _ = backward_denoise(as_denoise_fn(denoiser), noisy, sigmas, clip)
-        fit(denoiser, denoised, finetune_steps, cfg, seed=seed + k)
+        fit(denoiser, denoised, finetune_steps, batch_size, lr, seed=seed + k)
         if on_round is not None:
             on_round(k, denoiser, denoised)
     return denoiser
@@ -153,20 +159,45 @@ def n_clean(n_train: int, fraction: float) -> int:
     return max(2, round(fraction * n_train))
 
 
-def toy_dataset(cfg: dict, seed: int) -> dict[str, np.ndarray]:
-    """The 2-D density ``cfg['toy_name']`` with ``toy_n_train + n_test`` points, split and noised with σ_ζ."""
-    points = make_toy_2d(cfg["toy_name"], cfg["toy_n_train"] + cfg["toy_n_test"], seed)
-    return split_data(points, cfg["toy_n_test"], cfg["toy_sigma_zeta"], seed)
+def toy_dataset(p: Params, seed: int) -> dict[str, np.ndarray]:
+    """The 2-D density ``p.toy_name`` with ``p.toy_n_train + p.toy_n_test`` points, split and noised with
+    ``p.toy_sigma_zeta``."""
+    points = make_toy_2d(p.toy_name, p.toy_n_train + p.toy_n_test, seed)
+    return split_data(points, p.toy_n_test, p.toy_sigma_zeta, seed)
 
 
-def digits_dataset(cfg: dict, seed: int) -> dict[str, np.ndarray]:
-    """scikit-learn's 8×8 digits in [-1, 1] (1797, 64): ``digits_n_test`` held out, the rest split and noised."""
+def digits_dataset(p: Params, seed: int) -> dict[str, np.ndarray]:
+    """scikit-learn's 8×8 digits in [-1, 1] (1797, 64): ``p.digits_n_test`` held out, the rest split and noised
+    with ``p.digits_sigma_zeta``."""
     pixels, labels = digits_pixels()
-    data = split_data(pixels, cfg["digits_n_test"], cfg["digits_sigma_zeta"], seed)
+    data = split_data(pixels, p.digits_n_test, p.digits_sigma_zeta, seed)
     permutation = numpy_rng(seed, 1).permutation(len(pixels))
-    data["test_labels"] = labels[permutation[:cfg["digits_n_test"]]]
-    data["train_labels"] = labels[permutation[cfg["digits_n_test"]:]]
+    data["test_labels"] = labels[permutation[:p.digits_n_test]]
+    data["train_labels"] = labels[permutation[p.digits_n_test:]]
     return data
+
+
+def dataset(p: Params, seed: int, kind: str) -> dict[str, np.ndarray]:
+    """The seed's data of ``kind`` (``toy`` or ``digits``)."""
+    return toy_dataset(p, seed) if kind == "toy" else digits_dataset(p, seed)
+
+
+def dataset_frame(p: Params, seed: int, kind: str) -> pd.DataFrame:
+    """The seed's data of ``kind`` as one table, for inspection: clean features ``x0..``, the noisy version
+    ``y0..`` of each training row, ``split`` (train / test), ``seed`` and ``clean_rank`` (train rows): the clean
+    subset at fraction f is ``clean_rank < round(f n_train)``."""
+    data = dataset(p, seed, kind)
+    n_train = len(data["train"])
+    rank = np.empty(n_train, dtype=int)
+    rank[data["order"]] = np.arange(n_train)
+    frames = []
+    for split, clean, noisy in (("train", data["train"], data["noisy"]), ("test", data["test"], None)):
+        frame = pd.DataFrame(clean, columns=[f"x{j}" for j in range(clean.shape[1])])
+        if noisy is not None:
+            frame = frame.join(pd.DataFrame(noisy, columns=[f"y{j}" for j in range(noisy.shape[1])]))
+            frame["clean_rank"] = rank
+        frames.append(frame.assign(seed=seed, split=split))
+    return pd.concat(frames, ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -203,8 +234,30 @@ def digits_feature_extractor(pixels: np.ndarray, labels: np.ndarray, hidden: lis
 LOW, HIGH = "low", "high"
 
 
-def run_data_seed(cfg: dict, seed: int, kind: str) -> dict:
-    """All methods on one data type (``toy`` or ``digits``) for one seed.
+@dataclass(frozen=True)
+class DataSettings:
+    """The settings of ``p`` that differ between the 2-D density (``toy_*``) and the digits (``digits_*``)."""
+
+    sigma_zeta: float
+    sigma_data: float
+    width: int
+    depth: int
+    base_steps: int
+    finetune_steps: int
+    n_generate: int
+
+
+def data_settings(p: Params, kind: str) -> DataSettings:
+    if kind == "toy":
+        return DataSettings(p.toy_sigma_zeta, p.toy_sigma_data, p.toy_width, p.toy_depth, p.toy_base_steps,
+                            p.toy_finetune_steps, p.toy_n_generate)
+    return DataSettings(p.digits_sigma_zeta, p.digits_sigma_data, p.digits_width, p.digits_depth,
+                        p.digits_base_steps, p.digits_finetune_steps, p.digits_n_generate)
+
+
+def run_data_seed(p: Params, seed: int, kind: str) -> dict:
+    """All methods on one data type (``toy`` or ``digits``) for one seed, at the flow's params ``p`` (every field
+    but ``seeds``; of the ``toy_*`` / ``digits_*`` fields those of ``kind``).
 
     Returns ``rows``: one row per (method, round, metric) with the metric value (toy: ``sw`` and ``mmd`` to the
     held-out test set; digits: ``fid``); ``denoise_rows``: the quality of each round's denoised set E_k against the
@@ -212,34 +265,33 @@ def run_data_seed(cfg: dict, seed: int, kind: str) -> dict:
     """
     started, cpu_started = time.perf_counter(), time.thread_time()
     with torch_single_thread():
-        out = _run(cfg, seed, kind)
+        out = _run(p, seed, kind)
     out["timings"] = {"wall_s": time.perf_counter() - started, "cpu_s": time.thread_time() - cpu_started}
     return out
 
 
-def _run(cfg: dict, seed: int, kind: str) -> dict:
-    data = toy_dataset(cfg, seed) if kind == "toy" else digits_dataset(cfg, seed)
+def _run(p: Params, seed: int, kind: str) -> dict:
+    data = dataset(p, seed, kind)
     dim = data["train"].shape[1]
-    prefix = "toy" if kind == "toy" else "digits"
-    sigma_zeta = cfg[f"{prefix}_sigma_zeta"]
-    arch = {"width": cfg[f"{prefix}_width"], "depth": cfg[f"{prefix}_depth"], "embedding_dim": cfg["embedding_dim"],
-            "sigma_data": cfg[f"{prefix}_sigma_data"]}
-    base_steps, finetune_steps = cfg[f"{prefix}_base_steps"], cfg[f"{prefix}_finetune_steps"]
+    settings = data_settings(p, kind)
+    sigma_zeta, base_steps, finetune_steps = settings.sigma_zeta, settings.base_steps, settings.finetune_steps
+    arch = {"width": settings.width, "depth": settings.depth, "embedding_dim": p.embedding_dim,
+            "sigma_data": settings.sigma_data}
     clip = (-1.0, 1.0) if kind == "digits" else None
-    sigmas = truncated_sigmas(sigma_zeta, cfg["denoise_steps"])
-    n_eval = cfg[f"{prefix}_n_generate"]
+    sigmas = truncated_sigmas(sigma_zeta, p.denoise_steps)
+    n_eval = settings.n_generate
 
     if kind == "toy":
         test = data["test"]
 
         def score(samples: np.ndarray, stream: int) -> dict[str, float]:
-            return {"sw": sliced_wasserstein(samples, test, n_projections=cfg["sw_projections"], seed=stream),
-                    "mmd": mmd_rbf(samples[:cfg["mmd_points"]], test[:cfg["mmd_points"]])}
+            return {"sw": sliced_wasserstein(samples, test, n_projections=p.sw_projections, seed=stream),
+                    "mmd": mmd_rbf(samples[:p.mmd_points], test[:p.mmd_points])}
         reference_scores = score(data["train"][:n_eval], 0)
         classifier_accuracy = float("nan")
     else:
         features, classifier_accuracy = digits_feature_extractor(
-            data["train"], data["train_labels"], cfg["classifier_hidden"], cfg["classifier_epochs"], seed)
+            data["train"], data["train_labels"], p.classifier_hidden, p.classifier_epochs, seed)
         test_features = features(data["test"])
 
         def score(samples: np.ndarray, stream: int) -> dict[str, float]:
@@ -254,13 +306,13 @@ def _run(cfg: dict, seed: int, kind: str) -> dict:
     method_ids = {"oracle": 1, "noisy_naive": 2, f"clean_only_{LOW}": 3, f"clean_only_{HIGH}": 4,
                   f"sfbd_{LOW}": 5, f"sfbd_{HIGH}": 6, "sfbd_noclean": 7}
 
-    n_shown = cfg["n_shown"] if kind == "toy" else 10  # points of the toy scatter; digit images
+    n_shown = p.n_shown if kind == "toy" else 10  # points of the toy scatter; digit images
     shown: dict[str, list] = {"noisy_data": data["noisy"][:n_shown].tolist(), "clean_data": data["test"][:n_shown].tolist()}
 
     def evaluate(method: str, round_: int, denoiser: diffusion.EDMPrecond) -> None:
         stream = seed * 1000 + method_ids[method] * 10 + round_
-        samples = generate(as_denoise_fn(denoiser), n_eval, dim, cfg["sample_steps"], stream).numpy()
-        if round_ in (0, cfg["rounds"]):
+        samples = generate(as_denoise_fn(denoiser), n_eval, dim, p.sample_steps, stream).numpy()
+        if round_ in (0, p.rounds):
             shown[f"{method}@{round_}"] = samples[:n_shown].astype(np.float64).tolist()
         for metric, value in score(samples.astype(np.float64), stream).items():
             rows.append({"data": kind, "method": method, "round": round_, "metric": metric, "value": value,
@@ -274,10 +326,10 @@ def _run(cfg: dict, seed: int, kind: str) -> dict:
 
     # Oracle and noisy-only naive
     oracle = new_model("oracle")
-    fit(oracle, tensor(data["train"]), base_steps, cfg, train_seed("oracle"))
+    fit(oracle, tensor(data["train"]), base_steps, p.batch_size, p.lr, train_seed("oracle"))
     evaluate("oracle", 0, oracle)
     naive = new_model("noisy_naive")
-    fit(naive, tensor(data["noisy"]), base_steps, cfg, train_seed("noisy_naive"))
+    fit(naive, tensor(data["noisy"]), base_steps, p.batch_size, p.lr, train_seed("noisy_naive"))
     evaluate("noisy_naive", 0, naive)
 
     def run_sfbd(method: str, denoiser: diffusion.EDMPrecond, noisy_rows: np.ndarray) -> None:
@@ -290,24 +342,25 @@ def _run(cfg: dict, seed: int, kind: str) -> dict:
             denoise_rows.append({"data": kind, "method": method, "round": k, "seed": seed,
                                  "mse_to_truth": float(((d - truth) ** 2).mean()),
                                  "sw_to_truth": sliced_wasserstein(d[:n_eval], truth[:n_eval],
-                                                                   n_projections=cfg["sw_projections"], seed=k)})
+                                                                   n_projections=p.sw_projections, seed=k)})
 
-        sfbd(denoiser, noisy, rounds=cfg["rounds"], sigmas=sigmas, finetune_steps=finetune_steps, cfg=cfg,
-             seed=train_seed(method), clip=clip, on_round=on_round)
+        sfbd(denoiser, noisy, rounds=p.rounds, sigmas=sigmas, finetune_steps=finetune_steps,
+             batch_size=p.batch_size, lr=p.lr, seed=train_seed(method), clip=clip, on_round=on_round)
 
     # Clean-only pretraining at both fractions, then SFBD from each
     n_train = len(data["train"])
-    for level in (LOW, HIGH):
-        m = n_clean(n_train, cfg[f"clean_fraction_{level}"])
+    for level, fraction in ((LOW, p.clean_fraction_low), (HIGH, p.clean_fraction_high)):
+        m = n_clean(n_train, fraction)
         clean_rows, noisy_rows = data["order"][:m], data["order"][m:]
         model = new_model(f"clean_only_{level}")
-        fit(model, tensor(data["train"][clean_rows]), base_steps, cfg, train_seed(f"clean_only_{level}"))
+        fit(model, tensor(data["train"][clean_rows]), base_steps, p.batch_size, p.lr,
+            train_seed(f"clean_only_{level}"))
         evaluate(f"clean_only_{level}", 0, model)
         evaluate(f"sfbd_{level}", 0, model)
         run_sfbd(f"sfbd_{level}", model, noisy_rows)
 
     # SFBD without clean pretraining: the loop starts from the naive noisy model, on the low-fraction noisy set
-    noisy_rows = data["order"][n_clean(n_train, cfg[f"clean_fraction_{LOW}"]):]
+    noisy_rows = data["order"][n_clean(n_train, p.clean_fraction_low):]
     evaluate("sfbd_noclean", 0, naive)
     run_sfbd("sfbd_noclean", naive, noisy_rows)
 

@@ -4,18 +4,16 @@ GD, and a tanh MLP on digits with label noise."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.sharpness_minimalist import method
+from flows.sharpness_minimalist.params import SMOKE, Params
 from tasks import stats
-from tasks.data import load_bundled, save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.data import save_bundled, save_parquet
+from tasks.paper import over_seeds, paper_flow
 
 PAPER = Paper(
     slug="sharpness_minimalist",
@@ -95,58 +93,6 @@ PAPER = Paper(
         "equal number of updates, not equal epochs."
     ),
 )
-
-
-class Params(PaperParams):
-    n: int = Field(ge=4, description="training examples of the synthetic regression")
-    d: int = Field(ge=2, description="input dimension")
-    spectrum_decay: float = Field(ge=0, le=4, description="input covariance diag(k^-decay), k = 1..d")
-    beta_norm: float = Field(gt=0, description="norm of the teacher vector beta")
-    noise_levels: list[Annotated[float, Field(ge=0)]] = Field(min_length=3, description="label-noise std per difficulty level")
-    base_noise: float = Field(ge=0, description="label-noise std of the EoS, depth and SGD runs")
-    depth_main: int = Field(ge=2, le=16, description="depth D of the EoS, difficulty and SGD runs")
-    depths: list[Annotated[int, Field(ge=2, le=16)]] = Field(min_length=3, description="depth sweep")
-    init_norm: float = Field(gt=0, lt=1, description="end-to-end norm alpha^D of the balanced initialisation")
-    steps: int = Field(ge=10, description="GD/SGD updates per run")
-    record_every: int = Field(ge=1, description="exact Hessian every this many steps (odd: both phases of a period-2 orbit)")
-    eos_step_ratios: list[Annotated[float, Field(gt=0)]] = Field(min_length=2, description="r = eta S*/2 of the EoS runs")
-    small_step_ratio: float = Field(gt=0, lt=1, description="r of the difficulty and depth sweeps")
-    sgd_step_ratios: list[Annotated[float, Field(gt=0)]] = Field(min_length=1, description="r of the SGD-vs-GD runs")
-    sgd_batch_sizes: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="SGD batch sizes; must include 1")
-    tail_frac: float = Field(gt=0, le=1, description="'terminal' = mean over this last fraction of training")
-    curve_points: int = Field(ge=10, description="points per stored sharpness curve")
-    mlp_classes: list[Annotated[int, Field(ge=0, le=9)]] = Field(min_length=2, max_length=2, description="two digit classes")
-    mlp_n_train: int = Field(ge=10, description="training examples of the MLP")
-    mlp_hidden: int = Field(ge=1, description="hidden width of the 3-layer tanh MLP")
-    mlp_label_noise: list[Annotated[float, Field(ge=0, lt=0.5)]] = Field(min_length=3, description="label-flip fractions")
-    mlp_lr: float = Field(gt=0, description="full-batch GD step size of the MLP")
-    mlp_steps: int = Field(ge=1)
-    mlp_record_every: int = Field(ge=1, description="power-iteration sharpness every this many steps")
-    mlp_power_iters: int = Field(ge=1, description="Hessian-vector products per sharpness estimate (warm-started)")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if not any(r > 1 for r in self.eos_step_ratios):
-            raise ValueError("eos_step_ratios needs at least one r > 1 (S* > 2/eta: the edge of stability)")
-        if 1 not in self.sgd_batch_sizes or max(self.sgd_batch_sizes) >= self.n:
-            raise ValueError("sgd_batch_sizes must include 1 and stay below n")
-        if self.depth_main not in self.depths:
-            raise ValueError("depth_main must be one of depths")
-        if len(set(self.depths)) != len(self.depths) or len(set(self.noise_levels)) != len(self.noise_levels):
-            raise ValueError("depths and noise_levels must be distinct")
-        if self.mlp_classes[0] == self.mlp_classes[1]:
-            raise ValueError("mlp_classes must be two different digits")
-        return self
-
-
-SMOKE = {"seeds": 1, "steps": 300, "depths": [2, 3, 4], "noise_levels": [0.0, 0.1, 0.3], "mlp_n_train": 40,
-         "mlp_hidden": 8, "mlp_label_noise": [0.0, 0.2, 0.4], "mlp_steps": 30, "mlp_record_every": 15,
-         "mlp_power_iters": 5}
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int, digits_path: str) -> dict:
-    return method.run_seed(config, seed, digits_path)
 
 
 def _per_seed(frame: pd.DataFrame, fn) -> np.ndarray:
@@ -278,12 +224,10 @@ def _figure(runs: pd.DataFrame, curves: pd.DataFrame, mlp: pd.DataFrame, params:
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def sharpness_minimalist_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
-    X, y = load_bundled("digits")
-    digits_path = str(save_parquet(pd.concat([X, y], axis=1), ctx.data_dir / "digits.parquet"))
+    digits_path = str(save_bundled("digits", ctx.data_dir / "digits.parquet"))
     frames = []
     for seed in ctx.seeds:
-        data = method.synthetic_data(config, seed)
+        data = method.synthetic_data(params, seed)
         for name, Xs, labels in (
                 ("power_law", data["X"], {**{f"y_level{k}": y for k, y in enumerate(data["Y_levels"])}, "y_base": data["Y_base"]}),
                 ("isotropic", data["X_iso"], {"y_base": data["Y_iso"]})):
@@ -291,7 +235,7 @@ def sharpness_minimalist_flow(params: Params, ctx: RunContext) -> RunOutput:
             frames.append(frame.assign(seed=seed, inputs=name))
     save_parquet(pd.concat(frames, ignore_index=True), ctx.data_dir / "synthetic.parquet")
 
-    per_seed = run_one_seed.map(unmapped(config), ctx.seeds, unmapped(digits_path)).result()
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, digits_path=digits_path)
     runs = pd.DataFrame([row for r in per_seed for row in r["runs"]])
     curves = pd.DataFrame([row for r in per_seed for row in r["curves"]])
     mlp = pd.DataFrame([row for r in per_seed for row in r["mlp"]])

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from flows.sharpness_minimalist.params import Params
 from tasks.train import torch_single_thread
 
 # ----------------------------------------------------------------------------------------------
@@ -326,17 +327,18 @@ def _tail(values: np.ndarray, tail_frac: float) -> np.ndarray:
     return values[-k:]
 
 
-def synthetic_data(config: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
-    """The seed's synthetic regression data: X (n, d) with the power-law spectrum and its labels at every
-    noise level Y_levels (levels, n) and at base_noise Y_base (n,); the isotropic control X_iso, Y_iso."""
+def synthetic_data(p: Params, seed: int) -> dict[str, np.ndarray]:
+    """The seed's synthetic regression data: X (p.n, p.d) with the power-law spectrum (p.spectrum_decay) and
+    its labels (teacher norm p.beta_norm) at every noise level Y_levels (len(p.noise_levels), n) and at
+    p.base_noise Y_base (n,); the isotropic control X_iso, Y_iso."""
     rng = np.random.default_rng([seed, 0])
-    X = make_inputs(config["n"], config["d"], config["spectrum_decay"], rng)
-    X_iso = make_inputs(config["n"], config["d"], 0.0, rng)
+    X = make_inputs(p.n, p.d, p.spectrum_decay, rng)
+    X_iso = make_inputs(p.n, p.d, 0.0, rng)
     return {
         "X": X, "X_iso": X_iso,
-        "Y_levels": make_labels(X, config["beta_norm"], config["noise_levels"], rng),
-        "Y_base": make_labels(X, config["beta_norm"], [config["base_noise"]], rng)[0],
-        "Y_iso": make_labels(X_iso, config["beta_norm"], [config["base_noise"]], rng)[0],
+        "Y_levels": make_labels(X, p.beta_norm, p.noise_levels, rng),
+        "Y_base": make_labels(X, p.beta_norm, [p.base_noise], rng)[0],
+        "Y_iso": make_labels(X_iso, p.beta_norm, [p.base_noise], rng)[0],
     }
 
 
@@ -360,35 +362,37 @@ def closed_form_error(X: np.ndarray, y: np.ndarray, depth: int) -> float:
     return max(abs(predicted_sharpness(X, y, depth) / top - 1.0), float(g.norm()))
 
 
-def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) -> dict:
+def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
     """All experiments for one seed; returns per-run summaries and downsampled trajectories (plain rows).
 
-    Runs (all on this seed's synthetic data, one vectorised training loop; r = eta * S* / 2):
+    Runs (all on this seed's synthetic data, one vectorised training loop; r = eta * S* / 2; the names
+    below are fields of ``p``, as are steps, init_norm, record_every, curve_points and tail_frac):
       eos     GD at depth_main, noise base_noise, eta = r * 2 / S*  for r in eos_step_ratios
       control the same on isotropic inputs (decay 0), reported only
       diff    GD at depth_main for every noise level, eta = small_step_ratio * 2 / S* (below the edge)
       depth   GD at noise base_noise for every depth, eta = small_step_ratio * 2 / S*
       sgd     SGD with each batch size, and GD, at eta = r * 2 / S* for r in sgd_step_ratios
     and, when ``digits_path`` (Parquet of load_digits: 64 pixel columns + "target") is given, the tanh MLP
-    on two digit classes at every label-noise level.
+    on two digit classes ``p.mlp_classes`` at every label-noise level ``p.mlp_label_noise`` (the other
+    ``p.mlp_*`` fields set its size and training).
     """
-    data = synthetic_data(config, seed)
-    X, n = data["X"], config["n"]
-    D0 = config["depth_main"]
+    data = synthetic_data(p, seed)
+    X, n = data["X"], p.n
+    D0 = p.depth_main
     runs: list[dict] = []
 
     def add(group: str, Xr: np.ndarray, yr: np.ndarray, depth: int, ratio: float, batch: int, **extra: Any) -> None:
         runs.append({"group": group, "X": Xr, "y": yr, "depth": depth, "ratio": ratio, "batch_size": batch, **extra})
 
-    for r in config["eos_step_ratios"]:
+    for r in p.eos_step_ratios:
         add("eos", X, data["Y_base"], D0, r, n)
         add("control", data["X_iso"], data["Y_iso"], D0, r, n)
     for level, y in enumerate(data["Y_levels"]):
-        add("diff", X, y, D0, config["small_step_ratio"], n, level=level, noise=config["noise_levels"][level])
-    for D in config["depths"]:
-        add("depth", X, data["Y_base"], D, config["small_step_ratio"], n)
-    for r in config["sgd_step_ratios"]:
-        for b in [*config["sgd_batch_sizes"], n]:
+        add("diff", X, y, D0, p.small_step_ratio, n, level=level, noise=p.noise_levels[level])
+    for D in p.depths:
+        add("depth", X, data["Y_base"], D, p.small_step_ratio, n)
+    for r in p.sgd_step_ratios:
+        for b in [*p.sgd_batch_sizes, n]:
             add("sgd", X, data["Y_base"], D0, r, b)
     for run in runs:
         _, run["Q"] = optimum(run["X"], run["y"])
@@ -398,21 +402,21 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
     started, cpu_started = time.perf_counter(), time.thread_time()
     out = train_minimalist(np.stack([r["X"] for r in runs]), np.stack([r["y"] for r in runs]),
                            np.array([r["depth"] for r in runs]), np.array([r["eta"] for r in runs]),
-                           np.array([r["batch_size"] for r in runs]), config["steps"], config["init_norm"],
-                           np.random.default_rng([seed, 1]), config["record_every"])
+                           np.array([r["batch_size"] for r in runs]), p.steps, p.init_norm,
+                           np.random.default_rng([seed, 1]), p.record_every)
     minimalist_s, minimalist_cpu_s = time.perf_counter() - started, time.thread_time() - cpu_started
 
     summaries, curves = [], []
-    keep = np.unique(np.linspace(0, len(out["steps"]) - 1, config["curve_points"]).round().astype(int))
+    keep = np.unique(np.linspace(0, len(out["steps"]) - 1, p.curve_points).round().astype(int))
     for i, run in enumerate(runs):
         sharp, lossv = out["sharpness"][:, i], out["loss"][:, i]
-        tail = _tail(sharp, config["tail_frac"])
+        tail = _tail(sharp, p.tail_frac)
         edge = 2.0 / run["eta"]
         summaries.append({
             "seed": seed, "run": i, "group": run["group"], "depth": run["depth"], "ratio": run["ratio"],
             "eta": run["eta"], "batch_size": run["batch_size"], "level": run.get("level", -1),
-            "noise": run.get("noise", config["base_noise"]),
-            "decay": 0.0 if run["group"] == "control" else config["spectrum_decay"],
+            "noise": run.get("noise", p.base_noise),
+            "decay": 0.0 if run["group"] == "control" else p.spectrum_decay,
             "Q": run["Q"], "S_pred": run["S_pred"], "edge": edge, "S_pred_terminal": min(run["S_pred"], edge),
             "S0": float(sharp[0]), "terminal": float(np.mean(tail)), "tail_min": float(np.min(tail)),
             "tail_max": float(np.max(tail)), "tail_max_rel_dev_edge": float(np.max(np.abs(tail / edge - 1.0))),
@@ -431,7 +435,7 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
                     "window_min": float(lo[j]), "window_max": float(hi[j]), "loss": float(lossv[k]),
                     "edge": edge, "S_pred": run["S_pred"]} for j, k in enumerate(keep)]
 
-    closed_form = max(closed_form_error(X, data["Y_base"], D) for D in config["depths"])
+    closed_form = max(closed_form_error(X, data["Y_base"], D) for D in p.depths)
     result = {"seed": seed, "runs": summaries, "curves": curves, "closed_form_error": closed_form,
               "timings": {"minimalist_s": minimalist_s, "minimalist_cpu_s": minimalist_cpu_s}}
     if digits_path is not None:
@@ -440,14 +444,13 @@ def run_seed(config: dict[str, Any], seed: int, digits_path: str | None = None) 
         frame = pd.read_parquet(digits_path)
         started, cpu_started = time.perf_counter(), time.thread_time()
         Xd, Yd = digits_task(frame.drop(columns="target").to_numpy(float), frame["target"].to_numpy(),
-                             tuple(config["mlp_classes"]), config["mlp_n_train"], config["mlp_label_noise"],
+                             tuple(p.mlp_classes), p.mlp_n_train, p.mlp_label_noise,
                              np.random.default_rng([seed, 2]))
         with torch_single_thread():
-            mlp = train_mlp(Xd, Yd, config["mlp_hidden"], config["mlp_lr"], config["mlp_steps"],
-                            config["mlp_record_every"], config["mlp_power_iters"], seed)
+            mlp = train_mlp(Xd, Yd, p.mlp_hidden, p.mlp_lr, p.mlp_steps, p.mlp_record_every, p.mlp_power_iters, seed)
         for row in mlp["rows"]:
             row["seed"] = seed
-            row["label_noise"] = config["mlp_label_noise"][row["level"]]
+            row["label_noise"] = p.mlp_label_noise[row["level"]]
         result["mlp"] = mlp["rows"]
         result["timings"]["mlp_s"] = time.perf_counter() - started
         result["timings"]["mlp_cpu_s"] = time.thread_time() - cpu_started

@@ -11,21 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullFormatter
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.speculative_diffusion import method
+from flows.speculative_diffusion.params import SMOKE, Params
 from tasks import stats
-from tasks.data import TOY_2D_NAMES, save_parquet
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.data import save_parquet
+from tasks.paper import over_seeds, paper_flow
 
 ALPHA = 0.05  # level of the exactness tests (plan claim 2)
 
@@ -41,7 +33,7 @@ PAPER = Paper(
               text="halving the number of function evaluations: sequential target NFE of speculative sampling with "
                    "the training-free frozen-target draft at its best L in {2, 4, 8}, divided by the plain "
                    "ancestral sampler's T, is <= 0.6 on every 2-D data set (worst data set)",
-              source="abstract; plan claim 1", metric="speedup.frozen_2d_worst.mean", comparison="<=",
+              source="abstract; plan claim 1", metric="speedup.frozen_2d_worst.ratio", comparison="<=",
               threshold=0.6, kind="magnitude",
               interval=("speedup.frozen_2d_worst.ci_low", "speedup.frozen_2d_worst.ci_high"),
               scaled="paper: about 0.5 on CIFAR-10/LSUN/PushT; plan threshold 0.6 on small 2-D DDPMs (T = 100)"),
@@ -60,7 +52,7 @@ PAPER = Paper(
               text="this procedure can be used to accelerate Langevin diffusions to sample unnormalized "
                    "distributions: speculative ULA (frozen-gradient draft, best L) needs <= 0.7 of the plain "
                    "chain's sequential gradient evaluations on every target (worst target)",
-              source="abstract; plan claim 3", metric="langevin.worst.mean", comparison="<=", threshold=0.7,
+              source="abstract; plan claim 3", metric="langevin.worst.ratio", comparison="<=", threshold=0.7,
               kind="magnitude", interval=("langevin.worst.ci_low", "langevin.worst.ci_high")),
         Claim(id="langevin_exact",
               text="speculative ULA is exact: MMD permutation test vs the plain ULA chain has p > 0.05 in >= 4/5 "
@@ -82,49 +74,6 @@ PAPER = Paper(
         "a positive control."
     ),
 )
-
-
-class Params(PaperParams):
-    datasets: list[str] = Field(min_length=1, description="2-D densities of tasks.data.make_toy_2d, or digits")
-    n_train: int = Field(ge=100, description="training points per 2-D data set")
-    n_steps: int = Field(ge=30, description="T, diffusion steps (linear schedule; β_T = 20/T must stay well below 1)")
-    width: int = Field(ge=8, description="target ε-MLP width")
-    depth: int = Field(ge=1, description="target ε-MLP hidden layers")
-    train_steps: int = Field(ge=1, description="Adam steps of the target")
-    batch_size: int = Field(ge=8)
-    lr: float = Field(gt=0)
-    draft_width: int = Field(ge=4, description="independent draft ε-MLP width")
-    draft_depth: int = Field(ge=1, description="independent draft ε-MLP hidden layers")
-    draft_train_steps: int = Field(ge=1, description="Adam steps of the independent draft")
-    n_samples: int = Field(ge=50, description="samples per sampler (and held-out data points)")
-    lookaheads: list[int] = Field(min_length=1, description="speculation windows L")
-    n_permutations: int = Field(ge=19, description="permutations of each two-sample test")
-    langevin_targets: list[str] = Field(min_length=1, description="gmm4 and/or banana")
-    langevin_step: float = Field(gt=0, description="ULA step size h")
-    langevin_steps: int = Field(ge=2, description="ULA steps K")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        unknown = set(self.datasets) - set(TOY_2D_NAMES) - {"digits"}
-        if unknown:
-            raise ValueError(f"unknown data sets {sorted(unknown)}")
-        if not set(self.datasets) & set(TOY_2D_NAMES):
-            raise ValueError("at least one 2-D data set is needed (the speed-up claim is on 2-D data)")
-        if set(self.langevin_targets) - {"gmm4", "banana"}:
-            raise ValueError("langevin_targets must be among gmm4, banana")
-        if any(L < 1 for L in self.lookaheads) or sorted(set(self.lookaheads)) != self.lookaheads:
-            raise ValueError("lookaheads must be increasing positive integers")
-        return self
-
-
-SMOKE = {"seeds": 1, "datasets": ["moons"], "n_train": 500, "n_steps": 40, "width": 32, "depth": 2,
-         "train_steps": 30, "draft_train_steps": 10, "n_samples": 200, "lookaheads": [2, 4],
-         "n_permutations": 49, "langevin_targets": ["gmm4"], "langevin_steps": 20}
-
-
-@paper_task
-def run_one_seed(config: dict, seed: int) -> dict:
-    return method.run_seed(config, seed)
 
 
 def _energy_z(diff: np.ndarray) -> dict[str, float]:
@@ -197,12 +146,11 @@ def _figure(runs: pd.DataFrame, steps: pd.DataFrame, samples: dict, datasets_2d:
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def speculative_diffusion_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     for name in params.datasets:   # the prepared training data of the first seed, for inspection
         data = method.load_data(name, params.n_train, ctx.seeds[0])
         save_parquet(pd.DataFrame(data, columns=[f"x{i}" for i in range(data.shape[1])]),
                      ctx.data_dir / f"{name}_seed{ctx.seeds[0]}.parquet")
-    per_seed = run_one_seed.map(unmapped(config), ctx.seeds).result()
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
     runs = pd.DataFrame([row for result in per_seed for row in result["rows"]])
     step_rows = runs.pop("step_accept") if "step_accept" in runs else None
 
@@ -217,18 +165,18 @@ def speculative_diffusion_flow(params: Params, ctx: RunContext) -> RunOutput:
             section[f"{draft}_L{L}"] = _variant_metrics(variant, plain)
             timing[f"{draft}_L{L}"] = _timing(variant, plain)
         frozen = {L: section[f"frozen_L{L}"] for L in params.lookaheads}
-        best[dataset] = min(frozen, key=lambda L: frozen[L]["nfe_ratio"]["mean"])
+        best[dataset] = min(frozen, key=lambda L: frozen[L]["nfe_ratio"]["ratio"])
         section["best_L_frozen"] = best[dataset]
         section["frozen_best"] = frozen[best[dataset]]
         if "train_s" in plain and plain["train_s"].notna().all():
             timing["train_s"] = float(plain["train_s"].mean())
 
     def worst(kind: str, names: list[str]) -> dict:
-        name = max(names, key=lambda d: metrics[kind][d]["frozen_best"]["nfe_ratio"]["mean"])
+        name = max(names, key=lambda d: metrics[kind][d]["frozen_best"]["nfe_ratio"]["ratio"])
         return {**metrics[kind][name]["frozen_best"]["nfe_ratio"], "dataset": name, "L": best[name]}
 
     metrics["speedup"]["frozen_2d_worst"] = worst("diffusion", datasets_2d)
-    indep = {d: min((metrics["diffusion"][d][f"independent_L{L}"]["nfe_ratio"]["mean"], L) for L in params.lookaheads)
+    indep = {d: min((metrics["diffusion"][d][f"independent_L{L}"]["nfe_ratio"]["ratio"], L) for L in params.lookaheads)
              for d in params.datasets}
     metrics["speedup"]["independent_best"] = {d: {"nfe_ratio": v, "L": L} for d, (v, L) in indep.items()}
     frozen_best = [metrics["diffusion"][d]["frozen_best"] for d in params.datasets]
@@ -290,8 +238,8 @@ def speculative_diffusion_flow(params: Params, ctx: RunContext) -> RunOutput:
         f"energy-distance permutation tests ({params.n_permutations} permutations) of speculative vs plain samples, "
         "and the paired difference of each sampler's energy distance to held-out data. Best L = the L with the "
         f"smallest mean NFE ratio.\n\n**Result.** Worst 2-D data set ({sp['dataset']}, L = {sp['L']}): NFE ratio "
-        f"{sp['mean']:.3f} [{sp['ci_low']:.3f}, {sp['ci_high']:.3f}]; Langevin worst ({lw['dataset']}, L = {lw['L']}): "
-        f"{lw['mean']:.3f}. MMD test passed in a fraction {ex['all_verified_mean_pass_fraction']:.2f} of all "
+        f"{sp['ratio']:.3f} [{sp['ci_low']:.3f}, {sp['ci_high']:.3f}]; Langevin worst ({lw['dataset']}, L = {lw['L']}): "
+        f"{lw['ratio']:.3f}. MMD test passed in a fraction {ex['all_verified_mean_pass_fraction']:.2f} of all "
         "(seed, data set, draft, L) runs of the verified samplers and "
         f"{ex['unverified_draft_mean_pass_fraction']:.2f} of the uncorrected-draft runs."
     )

@@ -16,6 +16,7 @@ taken from the reflection maximal coupling, so the chain's law is exactly that o
 Drafts: ``frozen`` re-uses the target's output f at the last accepted state for all L draft steps (no draft model,
 the paper's training-free draft); ``independent`` calls a separate cheap model (here a small ε-MLP) at every draft
 step. Shapes: chains are rows, x is (n, d); steps are per row, (n,) long, because chains desynchronise.
+The experiments at the end take the flow's typed params ``p``: ``run_seed(p, seed)`` runs one seed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from flows.speculative_diffusion.params import Params
 from tasks import diffusion
 from tasks.data import digits_pixels, make_toy_2d
 from tasks.seeding import torch_generator, torch_seeded
@@ -327,31 +329,32 @@ def load_data(name: str, n: int, seed: int) -> np.ndarray:
     return digits_pixels()[0] if name == "digits" else make_toy_2d(name, n, seed)
 
 
-def train_models(name: str, config: dict, seed: int) -> tuple[torch.nn.Module, torch.nn.Module, np.ndarray, float]:
-    """Target ε-MLP and the small independent draft ε-MLP on ``config['n_train']`` points of density ``name``."""
-    data = load_data(name, config["n_train"], seed)
-    schedule = diffusion.ddpm_schedule(config["n_steps"])
+def train_models(name: str, p: Params, seed: int) -> tuple[torch.nn.Module, torch.nn.Module, np.ndarray, float]:
+    """Target ε-MLP (``p.depth`` x ``p.width``, ``p.train_steps`` Adam steps) and the small independent draft
+    ε-MLP (``p.draft_depth`` x ``p.draft_width``, ``p.draft_train_steps`` steps) on ``p.n_train`` points of
+    density ``name``, T = ``p.n_steps``; returns (target, draft, data, training seconds)."""
+    data = load_data(name, p.n_train, seed)
+    schedule = diffusion.ddpm_schedule(p.n_steps)
     tensor = torch.tensor(data, dtype=torch.float32)
     dim = data.shape[1]
     started = time.perf_counter()
     with torch_seeded(seed):
-        target = diffusion.TimeConditionedMLP(dim, width=config["width"], depth=config["depth"])
-        drafter = diffusion.TimeConditionedMLP(dim, width=config["draft_width"], depth=config["draft_depth"],
-                                               embedding_dim=16)
-    diffusion.train_ddpm(target, tensor, schedule, steps=config["train_steps"], batch_size=config["batch_size"],
-                         lr=config["lr"], seed=seed)
-    diffusion.train_ddpm(drafter, tensor, schedule, steps=config["draft_train_steps"],
-                         batch_size=config["batch_size"], lr=config["lr"], seed=seed + 1)
+        target = diffusion.TimeConditionedMLP(dim, width=p.width, depth=p.depth)
+        drafter = diffusion.TimeConditionedMLP(dim, width=p.draft_width, depth=p.draft_depth, embedding_dim=16)
+    diffusion.train_ddpm(target, tensor, schedule, steps=p.train_steps, batch_size=p.batch_size, lr=p.lr, seed=seed)
+    diffusion.train_ddpm(drafter, tensor, schedule, steps=p.draft_train_steps, batch_size=p.batch_size, lr=p.lr,
+                         seed=seed + 1)
     return target, drafter, data, time.perf_counter() - started
 
 
-def diffusion_experiment(name: str, config: dict, seed: int, index: int = 0) -> dict:
-    """Plain ancestral DDPM vs speculative sampling (frozen / independent draft, every L) on one density.
+def diffusion_experiment(name: str, p: Params, seed: int, index: int = 0) -> dict:
+    """Plain ancestral DDPM vs speculative sampling (frozen / independent draft, every L in ``p.lookaheads``) on
+    one density: ``p.n_samples`` samples per sampler, two-sample tests with ``p.n_permutations`` permutations.
 
     ``index`` names the experiment's random streams. Sample quality is the energy distance to fresh data
     (for digits, to the whole data set: there is no more)."""
-    target_net, draft_net, data, train_s = train_models(name, config, seed)
-    T, n, dim = config["n_steps"], config["n_samples"], data.shape[1]
+    target_net, draft_net, data, train_s = train_models(name, p, seed)
+    T, n, dim = p.n_steps, p.n_samples, data.shape[1]
     schedule = diffusion.ddpm_schedule(T)
     chain = ddpm_chain(schedule)
     held_out = data if name == "digits" else make_toy_2d(name, n, seed + 100_000)
@@ -370,9 +373,9 @@ def diffusion_experiment(name: str, config: dict, seed: int, index: int = 0) -> 
     rows.append({**base, "draft": "plain", "L": 1, "nfe_seq": float(counted.calls), "nfe_ratio": 1.0,
                  "target_rows": float(counted.rows) / n, "draft_nfe": 0.0, "accept_rate": float("nan"),
                  "wall_s": wall_plain, "energy_to_data": energy_distance(plain, held_out)})
-    variants = [("frozen", L, True) for L in config["lookaheads"]]
-    variants += [("independent", L, True) for L in config["lookaheads"]]
-    variants += [("frozen_unverified", L, False) for L in config["lookaheads"][-1:]]
+    variants = [("frozen", L, True) for L in p.lookaheads]
+    variants += [("independent", L, True) for L in p.lookaheads]
+    variants += [("frozen_unverified", L, False) for L in p.lookaheads[-1:]]
     for variant, (draft, L, verify) in enumerate(variants, start=1):
         x_init = torch.randn((n, dim), generator=torch_generator(_stream(seed, index, variant, 0)))
         gen = torch_generator(_stream(seed, index, variant, 1))
@@ -381,7 +384,7 @@ def diffusion_experiment(name: str, config: dict, seed: int, index: int = 0) -> 
                                verify=verify)
         out = out.numpy()
         samples[f"{draft}_L{L}"] = out
-        tests = two_sample.kernel_permutation_tests(out, plain, config["n_permutations"],
+        tests = two_sample.kernel_permutation_tests(out, plain, p.n_permutations,
                                                    seed=_stream(seed, index, variant, 2))
         rows.append({**base, "draft": draft, "L": L, **_summary(st, nfe_plain), "wall_s": wall,
                      "energy_to_data": energy_distance(out, held_out), "mmd": tests["mmd"], "mmd_p": tests["mmd_p"],
@@ -389,15 +392,16 @@ def diffusion_experiment(name: str, config: dict, seed: int, index: int = 0) -> 
                      "step_accept": (st.step_accepted.double() / st.step_proposed.clamp(min=1)).tolist()})
         rows[-1].pop("batched_calls")
     rows[0]["train_s"] = train_s
-    keep = ("plain", f"frozen_L{config['lookaheads'][-1]}") if dim == 2 else ()
+    keep = ("plain", f"frozen_L{p.lookaheads[-1]}") if dim == 2 else ()
     return {"rows": rows, "samples": {key: value[:300].tolist() for key, value in samples.items() if key in keep}}
 
 
-def langevin_experiment(name: str, config: dict, seed: int, index: int = 0) -> dict:
-    """Plain ULA vs speculative ULA with the frozen-gradient draft on one unnormalised 2-D density."""
+def langevin_experiment(name: str, p: Params, seed: int, index: int = 0) -> dict:
+    """Plain ULA vs speculative ULA with the frozen-gradient draft (every L in ``p.lookaheads``) on one
+    unnormalised 2-D density: ``p.n_samples`` chains of ``p.langevin_steps`` steps of size ``p.langevin_step``."""
     grad = langevin_grad_fn(name)
-    chain = langevin_chain(config["langevin_step"], config["langevin_steps"])
-    n, K = config["n_samples"], config["langevin_steps"]
+    chain = langevin_chain(p.langevin_step, p.langevin_steps)
+    n, K = p.n_samples, p.langevin_steps
     target = lambda x, k: grad(x)
     x0 = torch.randn((n, 2), generator=torch_generator(_stream(seed, index, 0, 0)), dtype=torch.float64)
     plain, nfe_plain, wall_plain = _timed(ancestral_chain, chain, target, x0,
@@ -406,12 +410,12 @@ def langevin_experiment(name: str, config: dict, seed: int, index: int = 0) -> d
     base = {"kind": "langevin", "dataset": name}
     rows = [{**base, "draft": "plain", "L": 1, "nfe_seq": float(K), "nfe_ratio": 1.0, "target_rows": float(K),
              "draft_nfe": 0.0, "accept_rate": float("nan"), "wall_s": wall_plain}]
-    for variant, L in enumerate(config["lookaheads"], start=1):
+    for variant, L in enumerate(p.lookaheads, start=1):
         x_init = torch.randn((n, 2), generator=torch_generator(_stream(seed, index, variant, 0)),
                              dtype=torch.float64)
         gen = torch_generator(_stream(seed, index, variant, 1))
         out, st, wall = _timed(speculative_sample, chain, target, x_init, L, gen, draft="frozen")
-        tests = two_sample.kernel_permutation_tests(out.numpy(), plain, config["n_permutations"],
+        tests = two_sample.kernel_permutation_tests(out.numpy(), plain, p.n_permutations,
                                          seed=_stream(seed, index, variant, 2))
         summary = _summary(st, nfe_plain)
         summary.pop("batched_calls")
@@ -420,15 +424,16 @@ def langevin_experiment(name: str, config: dict, seed: int, index: int = 0) -> d
     return {"rows": rows}
 
 
-def run_seed(config: dict, seed: int) -> dict:
-    """All experiments of one seed: the 2-D diffusion datasets and the Langevin targets. JSON-able."""
+def run_seed(p: Params, seed: int) -> dict:
+    """All experiments of one seed: the diffusion data sets ``p.datasets`` and the Langevin targets
+    ``p.langevin_targets``. JSON-able."""
     with torch_single_thread():
         rows, samples = [], {}
-        for index, name in enumerate(config["datasets"]):
-            result = diffusion_experiment(name, config, seed, index)
+        for index, name in enumerate(p.datasets):
+            result = diffusion_experiment(name, p, seed, index)
             rows += result["rows"]
             if result["samples"]:
                 samples[name] = result["samples"]
-        for index, name in enumerate(config["langevin_targets"], start=len(config["datasets"])):
-            rows += langevin_experiment(name, config, seed, index)["rows"]
+        for index, name in enumerate(p.langevin_targets, start=len(p.datasets)):
+            rows += langevin_experiment(name, p, seed, index)["rows"]
     return {"seed": seed, "rows": [{"seed": seed, **row} for row in rows], "samples": samples}

@@ -4,26 +4,16 @@ CTGAN, TVAE, ARF), a compact TabDDPM and two references, on four bundled tables.
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.tabsds import method
+from flows.tabsds.params import SMOKE, Params
 from tasks import stats
-from tasks.paper import (
-    Claim,
-    Paper,
-    PaperParams,
-    RunContext,
-    RunOutput,
-    paper_flow,
-    paper_task,
-)
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.paper import paper_flow, run_mapped, run_task
 
 PAPER = Paper(
     slug="tabsds",
@@ -76,68 +66,16 @@ PAPER = Paper(
     ),
 )
 
-BaselineName = Literal["gaussian_copula", "ctgan", "tvae", "arf", "tabddpm", "marginals", "bootstrap"]
-
-
-class Params(PaperParams):
-    datasets: list[Literal["breast_cancer", "wine", "diabetes", "fair"]] = Field(min_length=1, description="tables")
-    baseline_seeds: int = Field(ge=1, description="the first seeds on which the library baselines and TabDDPM run")
-    n_levels: list[int] = Field(min_length=1, description="TabSDS n_c values (equal-width bins per column)")
-    claim_n_levels: int = Field(ge=1, description="the n_c whose TabSDS the claims use (one of n_levels)")
-    n_prop: float = Field(gt=0, le=0.5, description="IOS subset fraction (official default 0.5)")
-    baselines: list[BaselineName] = Field(description="generators besides TabSDS")
-    copula_marginal: Literal["univariate", "truncated_gaussian", "beta"] = Field(description="copulas marginal family")
-    gan_epochs: int = Field(ge=1, description="CTGAN / TVAE epochs")
-    arf_trees: int = Field(ge=1, description="trees of the adversarial random forest")
-    ddpm_steps: int = Field(ge=1, description="TabDDPM Adam steps (batch 256)")
-    ddpm_timesteps: int = Field(ge=2, description="TabDDPM diffusion steps T")
-    eval_trees: int = Field(ge=1, description="trees of the detection and utility random forests")
-    max_eval_rows: int = Field(ge=50, description="rows per side in the energy distance")
-    fair_rows: int = Field(ge=100, le=6366, description="rows of statsmodels' fair table kept")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Params:
-        if self.claim_n_levels not in self.n_levels:
-            raise ValueError("claim_n_levels must be one of n_levels")
-        if self.baseline_seeds > self.seeds:
-            raise ValueError("baseline_seeds cannot exceed seeds")
-        if len(set(self.datasets)) != len(self.datasets) or len(set(self.baselines)) != len(self.baselines):
-            raise ValueError("datasets and baselines must be distinct")
-        return self
-
-
-SMOKE = {"seeds": 1, "baseline_seeds": 1, "datasets": ["wine"], "n_levels": [30], "claim_n_levels": 30,
-         "baselines": ["gaussian_copula", "arf", "tabddpm", "marginals", "bootstrap"],
-         "copula_marginal": "truncated_gaussian", "arf_trees": 3, "ddpm_steps": 30, "ddpm_timesteps": 10,
-         "eval_trees": 10}
-
-
-@paper_task
-def prepare_data(datasets: list[str], fair_rows: int, data_dir: str) -> dict[str, str]:
-    """Each table as Parquet (features, target; categorical columns as integer codes) under data/tabsds/."""
-    paths = {}
-    for name in datasets:
-        path = Path(data_dir) / f"{name}.parquet"
-        method.save_table(name, fair_rows, path)
-        paths[name] = str(path)
-    return paths
-
-
-@paper_task
-def run_unit(config: dict, dataset: str, seed: int, with_baselines: bool, data_path: str) -> dict:
-    return method.run_unit(config, dataset, seed, with_baselines, data_path)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     started = time.perf_counter()
-    config = params.model_dump()
-    paths = prepare_data(params.datasets, params.fair_rows, str(ctx.data_dir))
+    paths = run_task(method.save_tables, p=params, data_dir=str(ctx.data_dir))
     # Units with the baselines first: they are the long ones.
     units = sorted(((d, s, i < params.baseline_seeds) for i, s in enumerate(ctx.seeds) for d in params.datasets),
                    key=lambda u: not u[2])
-    results = run_unit.map(unmapped(config), [u[0] for u in units], [u[1] for u in units], [u[2] for u in units],
-                           [paths[u[0]] for u in units]).result()
+    datasets, seeds, with_baselines = zip(*units)
+    results = run_mapped(method.run_unit, {"dataset": datasets, "seed": seeds, "with_baselines": with_baselines,
+                                           "data_path": [paths[d] for d in datasets]}, p=params)
     runs = pd.DataFrame([r for res in results for r in res["rows"]]).sort_values(["dataset", "method", "seed"])
     refs = pd.DataFrame([res["reference"] for res in results]).sort_values(["dataset", "seed"])
     runs, refs = runs.reset_index(drop=True), refs.reset_index(drop=True)
@@ -184,8 +122,7 @@ def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     by_dataset = {d: {m: {c: float(v) for c, v in row[metric_cols[1:]].items()} | {"n_seeds": int(row["n_seeds"])}
                       for m, row in g.set_index("method").iterrows()}
                   for d, g in summary.groupby("dataset")}
-    tabsds_ci = {d: {c: stats.summarize(g[c].to_numpy(float), seed=ctx.seeds[0]) for c in ("detection_auc", "tstr")}
-                 for d, g in tab.groupby("dataset")}
+    tabsds_ci = stats.summarize_by(tab, "dataset", ["detection_auc", "tstr"], seed=ctx.seeds[0])
     metrics = {
         "competitive": competitive, "privacy": privacy, "by_dataset": by_dataset,
         "tabsds_over_seeds": tabsds_ci,

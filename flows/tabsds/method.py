@@ -15,7 +15,7 @@ Read top to bottom:
 4. metrics     -- fidelity (per-column KS / TV, correlation-matrix error, energy distance via
                   ``tasks.two_sample``, random-forest detection AUC), utility (train on synthetic, test on real,
                   vs train on real), privacy (distance to closest record, exact-copy rate);
-5. one unit    -- ``run_unit(config, dataset, seed)``: split 50/50, every generator, every metric, timings.
+5. one unit    -- ``run_unit(p, dataset, seed)``: split 50/50, every generator, every metric, timings.
 
 No Prefect, no DVC. TabSDS, TabDDPM and the metrics draw from explicit generators; the library
 baselines (copulas, ctgan, arfpy) draw from NumPy's / torch's global generators, so they run one at a
@@ -31,6 +31,7 @@ import time
 import types
 import warnings
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -42,12 +43,14 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import QuantileTransformer
 from torch import nn
 
+from flows.tabsds.params import Params, Table
+from tasks.data import load_bundled, save_parquet
 from tasks.diffusion import TimeConditionedMLP, ddpm_schedule
 from tasks.seeding import torch_generator, torch_seeded
 from tasks.train import torch_single_thread, warm_up_optimiser
 from tasks.two_sample import energy_distance, pairwise_distances
 
-DATASETS = ("breast_cancer", "wine", "diabetes", "fair")
+DATASETS = get_args(Table)
 GENERATORS = ("tabsds", "gaussian_copula", "ctgan", "tvae", "arf", "tabddpm", "marginals", "bootstrap")
 BASELINES = ("gaussian_copula", "ctgan", "tvae", "arf", "tabddpm")   # run on the first ``baseline_seeds`` seeds
 REFERENCES = ("marginals", "bootstrap")                               # cheap: every seed, like TabSDS
@@ -63,7 +66,6 @@ def load_table(name: str, fair_rows: int = 2000) -> tuple[pd.DataFrame, dict]:
     continuous ``affairs`` is dropped), subsampled to ``fair_rows`` rows with a fixed generator.
     """
     if name in ("breast_cancer", "wine", "diabetes"):
-        from tasks.data import load_bundled
         X, y = load_bundled(name)
         frame = X.astype(float)
         num_cols = list(frame.columns)
@@ -428,21 +430,24 @@ def _sample_blocks(probs: torch.Tensor, sizes: list[int], g: torch.Generator) ->
     return torch.cat(parts, 1) if parts else probs
 
 
-def generate(method: str, frame: pd.DataFrame, spec: dict, seed: int, config: dict) -> tuple[pd.DataFrame, float]:
-    """Fit ``method`` on ``frame`` and draw as many rows; returns the table and the fit+sample seconds."""
+def generate(method: str, frame: pd.DataFrame, spec: dict, seed: int, p: Params) -> tuple[pd.DataFrame, float]:
+    """Fit ``method`` on ``frame`` and draw as many rows; returns the table and the fit+sample seconds.
+
+    The generator's settings come from ``p``: ``n_prop`` (TabSDS), ``copula_marginal``, ``gan_epochs``,
+    ``arf_trees``, ``ddpm_steps`` and ``ddpm_timesteps``."""
     n = len(frame)
     warm_up_optimiser()
     started = time.perf_counter()
     if method.startswith("tabsds"):
-        out = tabsds(frame, spec, int(method.split("_")[1]), seed, config["n_prop"])
+        out = tabsds(frame, spec, int(method.split("_")[1]), seed, p.n_prop)
     elif method == "gaussian_copula":
-        out = gaussian_copula(frame, spec, n, seed, config["copula_marginal"])
+        out = gaussian_copula(frame, spec, n, seed, p.copula_marginal)
     elif method in ("ctgan", "tvae"):
-        out = ctgan_like(method, frame, spec, n, seed, config["gan_epochs"])
+        out = ctgan_like(method, frame, spec, n, seed, p.gan_epochs)
     elif method == "arf":
-        out = adversarial_rf(frame, spec, n, seed, config["arf_trees"])
+        out = adversarial_rf(frame, spec, n, seed, p.arf_trees)
     elif method == "tabddpm":
-        out = tabddpm(frame, spec, n, seed, config["ddpm_steps"], config["ddpm_timesteps"])
+        out = tabddpm(frame, spec, n, seed, p.ddpm_steps, p.ddpm_timesteps)
     elif method == "marginals":
         out = independent_marginals(frame, spec, n, seed)
     elif method == "bootstrap":
@@ -531,18 +536,19 @@ def exact_copy_rate(real: pd.DataFrame, syn: pd.DataFrame, spec: dict) -> float:
     return float(np.mean([row in seen for row in map(tuple, syn[spec["columns"]].to_numpy(float).tolist())]))
 
 
-def evaluate(train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, spec: dict, seed: int, config: dict) -> dict:
-    """All metrics of one synthetic table against the real training half (and the held-out half)."""
+def evaluate(train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, spec: dict, seed: int, max_rows: int,
+             trees: int) -> dict:
+    """All metrics of one synthetic table against the real training half (and the held-out half): the energy
+    distance on at most ``max_rows`` rows per side, random forests of ``trees`` trees."""
     rng = np.random.default_rng([seed, 5])
-    cap = config["max_eval_rows"]
-    sub = lambda a: a[rng.choice(len(a), cap, replace=False)] if len(a) > cap else a
+    sub = lambda a: a[rng.choice(len(a), max_rows, replace=False)] if len(a) > max_rows else a
     enc_train, enc_syn = encode(train, spec, train), encode(syn, spec, train)
     return {
         "ks_tv": marginal_distance(train, syn, spec),
         "corr_error": correlation_error(train, syn, spec),
         "energy": energy_distance(sub(enc_train), sub(enc_syn)),
-        "detection_auc": detection_auc(test, syn, spec, seed, config["eval_trees"]),
-        "tstr": utility(syn, test, spec, seed, config["eval_trees"]),
+        "detection_auc": detection_auc(test, syn, spec, seed, trees),
+        "tstr": utility(syn, test, spec, seed, trees),
         "dcr_median": float(np.median(distance_to_closest_record(enc_train, enc_syn))),
         "exact_copy_rate": exact_copy_rate(train, syn, spec),
     }
@@ -551,37 +557,50 @@ def evaluate(train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, spec: d
 # ---------------------------------------------------------------------------------------------- 5. one unit
 
 
-def method_names(config: dict) -> list[str]:
-    return [f"tabsds_{k}" for k in config["n_levels"]] + [m for m in GENERATORS if m != "tabsds" and m in config["baselines"]]
+def method_names(p: Params) -> list[str]:
+    """``tabsds_<n_c>`` for every n_c of ``p.n_levels``, then ``p.baselines`` in ``GENERATORS`` order."""
+    return [f"tabsds_{k}" for k in p.n_levels] + [m for m in GENERATORS if m != "tabsds" and m in p.baselines]
 
 
-def run_unit(config: dict, dataset: str, seed: int, with_baselines: bool, data_path: str | None = None) -> dict:
+def run_unit(p: Params, dataset: str, seed: int, with_baselines: bool, data_path: str | None = None) -> dict:
     """One (dataset, seed): split, TabSDS and the references, the baselines only ``with_baselines``, every metric.
 
+    Reads the generators (:func:`method_names`, :func:`generate`), ``p.fair_rows``, ``p.eval_trees`` and
+    ``p.max_eval_rows``. ``data_path``: the table saved by :func:`save_tables` (rebuilt when None).
     Returns ``{"rows": [per-method dict of metrics and seconds], "reference": {trtr, dcr_holdout_median, ...}}``.
     """
-    frame, spec = load_table(dataset, config["fair_rows"])
+    frame, spec = load_table(dataset, p.fair_rows)
     if data_path is not None:
         frame = pd.read_parquet(data_path)[spec["columns"]]
     train, test = split_half(frame, seed)
     enc_train, enc_test = encode(train, spec, train), encode(test, spec, train)
     reference = {"dataset": dataset, "seed": seed, "n_train": len(train), "task": spec["task"],
-                 "trtr": utility(train, test, spec, seed, config["eval_trees"]),
+                 "trtr": utility(train, test, spec, seed, p.eval_trees),
                  "dcr_holdout_median": float(np.median(distance_to_closest_record(enc_train, enc_test))),
                  "holdout_exact_copy_rate": exact_copy_rate(train, test, spec)}
     rows = []
-    for method in method_names(config):
+    for method in method_names(p):
         if method in BASELINES and not with_baselines:
             continue
-        syn, seconds = generate(method, train, spec, seed, config)
+        syn, seconds = generate(method, train, spec, seed, p)
         rows.append({"dataset": dataset, "seed": seed, "method": method, "seconds": seconds,
-                     **evaluate(train, test, syn, spec, seed, config)})
+                     **evaluate(train, test, syn, spec, seed, p.max_eval_rows, p.eval_trees)})
     return {"rows": rows, "reference": reference}
 
 
 def save_table(name: str, fair_rows: int, path: Path) -> pd.DataFrame:
     """The prepared table (the data a unit reads)."""
-    from tasks.data import save_parquet
     frame, _ = load_table(name, fair_rows)
     save_parquet(frame, path)
     return frame
+
+
+def save_tables(p: Params, data_dir: str) -> dict[str, str]:
+    """Every table of ``p.datasets`` as ``<data_dir>/<name>.parquet`` (features and target; categorical
+    columns as integer codes); returns name -> path."""
+    paths = {}
+    for name in p.datasets:
+        path = Path(data_dir) / f"{name}.parquet"
+        save_table(name, p.fair_rows, path)
+        paths[name] = str(path)
+    return paths

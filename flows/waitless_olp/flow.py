@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Literal
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.waitless_olp import method
+from flows.waitless_olp.params import SMOKE, Params
 from tasks import stats
+from tasks.contract import Claim, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.paper import over_seeds, paper_flow, run_task
 
-def policy_names(params: "Params") -> tuple[str, str]:
+
+def policy_names(params: Params) -> tuple[str, str]:
     """Row names of the headline wait-less policy and of the plan's literal variant (first f exponent)."""
     tag = method.exponent_tag(params.f_exponents[0])
     return f"waitless_{tag}", f"waitless_between_{tag}"
+
 
 PAPER = Paper(
     slug="waitless_olp",
@@ -31,13 +30,13 @@ PAPER = Paper(
     claims=(
         Claim(id="regret_10x_first_order",
               text="Extensive experiments demonstrate at least 10-fold improvements in regret over first-order methods",
-              source="abstract", metric="regret.ratio_Tmax.mean", comparison=">=", threshold=10.0,
+              source="abstract", metric="regret.ratio_Tmax.ratio", comparison=">=", threshold=10.0,
               kind="magnitude", interval=("regret.ratio_Tmax.ci_low", "regret.ratio_Tmax.ci_high"),
               scaled="threshold as in the paper, but checked at the largest T of the run (8,000 by "
                      "default) instead of the paper's horizons up to 1e6; the ratio grows with T"),
         Claim(id="regret_below_first_order_every_t",
               text="... improvements in regret over first-order methods (direction: ratio > 1 at every T)",
-              source="abstract; plan claim 1 (direction)", metric="regret.ratio_worst_T.mean",
+              source="abstract; plan claim 1 (direction)", metric="regret.ratio_worst_T.ratio",
               comparison=">", threshold=1.0, kind="direction",
               interval=("regret.ratio_worst_T.ci_low", "regret.ratio_worst_T.ci_high")),
         Claim(id="runtime_vs_lp_every_step",
@@ -50,7 +49,7 @@ PAPER = Paper(
                      "paper's 100x needs f >= 200 (T >= 40,000); interval = min/max over the instances"),
         Claim(id="regret_sublinear_sqrt",
               text="Our algorithm achieves O(log(T/f) + sqrt(f)) regret (with f = sqrt(T): growth below sqrt(T))",
-              source="abstract; plan claim 3", metric="regret.loglog_slope.mean", comparison="<=",
+              source="abstract; plan claim 3", metric="regret.loglog_slope.slope", comparison="<=",
               threshold=0.5, kind="direction",
               interval=("regret.loglog_slope.ci_low", "regret.loglog_slope.ci_high")),
         Claim(id="lp_bounds_every_policy",
@@ -71,64 +70,15 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    horizons: list[Annotated[int, Field(ge=10)]] = Field(min_length=2, description="horizons T (customers), at least two for the slope")
-    m: int = Field(ge=1, le=50, description="resources")
-    instance: Literal["uniform", "correlated"] = Field(description="official data type 1 or 2")
-    a_high: float = Field(gt=0, description="uniform instances: a_t ~ U[0, a_high]^m")
-    r_high: float = Field(gt=0, description="uniform instances: r_t ~ U[0, r_high]")
-    f_exponents: list[Annotated[float, Field(gt=0, lt=1)]] = Field(min_length=1, description="f = ceil(T^e); the first is the headline f")
-    eta_scale: float = Field(gt=0, description="first-order baseline eta = eta_scale / sqrt(T)")
-    fo_mode: Literal["ends", "between"] = Field(description="where the wait-less first-order steps run")
-    eta_schedule: Literal["official", "sqrt_f"] = Field(description="wait-less first-order step sizes")
-    fo_rate: Literal["fixed", "remaining"] = Field(description="d of the wait-less first-order step")
-    lag: int = Field(ge=0, le=10, description="intervals before an LP price is used")
-    timing_T: int = Field(ge=10, description="horizon of the LP-every-step timing comparison")
-    timing_instances: int = Field(ge=1, description="instances timed (LP every step costs T solves each)")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if len(set(self.horizons)) != len(self.horizons):
-            raise ValueError("horizons must be distinct")
-        if self.timing_instances > self.seeds:
-            raise ValueError("timing_instances cannot exceed seeds")
-        return self
-
-
-SMOKE = {"seeds": 1, "horizons": [200, 500], "timing_T": 200, "timing_instances": 1}
-
-
-@paper_task
-def save_instances(config: dict, seeds: list[int], data_dir: Path) -> None:
-    """Every (seed, T) instance the policies run on: requests in instances.parquet, budgets in budgets.parquet."""
-    instances, budgets = [], []
-    for seed in seeds:
-        for T in config["horizons"]:
-            inst = method.instance_for(config, seed, T)
-            instances.append(pd.DataFrame({"seed": seed, "T": T, **method.instance_table(inst)}))
-            budgets.append({"seed": seed, "T": T, **{f"b_{i}": b for i, b in enumerate(inst.b)}})
-    save_parquet(pd.concat(instances, ignore_index=True), data_dir / "instances.parquet")
-    save_parquet(pd.DataFrame(budgets), data_dir / "budgets.parquet")
-
-
-@paper_task
-def regret_for_seed(config: dict, seed: int) -> dict:
-    return method.run_seed(config, seed)
-
-
-@paper_task
-def time_policies(config: dict, seeds: list[int]) -> list[dict]:
-    """One instance after the other, never beside another task, so wall times compare."""
-    return [method.run_timing(config, seed) for seed in seeds]
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
-    config = params.model_dump()
     proposed, _ = policy_names(params)
-    save_instances(config, ctx.seeds, ctx.data_dir)
-    per_seed = regret_for_seed.map(unmapped(config), ctx.seeds).result()
-    timing = time_policies(config, ctx.seeds[:params.timing_instances])
+    instances, budgets = run_task(method.instance_tables, p=params, seeds=ctx.seeds)
+    save_parquet(instances, ctx.data_dir / "instances.parquet")
+    save_parquet(budgets, ctx.data_dir / "budgets.parquet")
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
+    # The timed instances run one after the other in a single task, after the seeds: wall times compare.
+    timing = run_task(method.run_timings, p=params, seeds=ctx.seeds[:params.timing_instances])
 
     rows = pd.DataFrame([{"seed": r["seed"], **row} for r in per_seed for row in r["rows"]]).drop(columns="seconds")
     Ts = sorted(params.horizons)
@@ -136,7 +86,7 @@ def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
     regret = {(T, p): rows[(rows["T"] == T) & (rows["policy"] == p)].sort_values("seed")["regret"].to_numpy()
               for T in Ts for p in policies}
 
-    by_T = {str(T): {p: stats.summarize(regret[T, p]) for p in policies} for T in Ts}
+    by_T = stats.summarize_by(rows.sort_values(["T", "seed"], kind="stable"), ["T", "policy"], "regret")
     ratio_by_T = {str(T): stats.ratio_of_means(regret[T, "first_order"], regret[T, proposed]) for T in Ts}
     worst = min(ratio_by_T, key=lambda T: ratio_by_T[T]["ci_low"])
     slopes = {p: stats.loglog_slope_ci(Ts, np.array([regret[T, p] for T in Ts])) for p in ("first_order", proposed)}
@@ -255,9 +205,9 @@ def _notes(params: Params, metrics: dict) -> str:
 
 def _reading(metrics: dict) -> str:
     r = metrics["regret"]
-    ratio, fo, wl = r["ratio_Tmax"], r["loglog_slope_first_order"]["mean"], r["loglog_slope"]["mean"]
+    ratio, fo, wl = r["ratio_Tmax"], r["loglog_slope_first_order"]["slope"], r["loglog_slope"]["slope"]
     text = (f"**Reading the claims**: regret(first-order) / regret(wait-less) at T={ratio['T']} is "
-            f"{ratio['mean']:.2f} [{ratio['ci_low']:.2f}, {ratio['ci_high']:.2f}]; in log T, first-order regret "
+            f"{ratio['ratio']:.2f} [{ratio['ci_low']:.2f}, {ratio['ci_high']:.2f}]; in log T, first-order regret "
             f"grows with slope {fo:.2f} and wait-less regret with slope {wl:.2f}.")
     if ratio["ci_high"] < 10 and fo > wl:
         text += (" The gap widens with T here, and the official script's horizons reach T = 1e6, far beyond "

@@ -43,15 +43,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import linprog
 
-InstanceKind = Literal["uniform", "correlated"]
-FOMode = Literal["between", "ends"]
-Rate = Literal["fixed", "remaining"]
-EtaSchedule = Literal["official", "sqrt_f"]
+from flows.waitless_olp.params import EtaSchedule, FOMode, InstanceKind, Params, Rate
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,9 +256,9 @@ def instance_seed(seed: int, T: int) -> int:
     return int(np.random.SeedSequence([seed, T]).generate_state(1)[0])
 
 
-def instance_for(config: dict, seed: int, T: int) -> Instance:
-    """The instance of (seed, T) under a run config (keys m, instance, a_high, r_high)."""
-    return make_instance(T, config["m"], instance_seed(seed, T), config["instance"], config["a_high"], config["r_high"])
+def instance_for(p: Params, seed: int, T: int) -> Instance:
+    """The instance of (seed, T) under the run's params (reads p.m, p.instance, p.a_high, p.r_high)."""
+    return make_instance(T, p.m, instance_seed(seed, T), p.instance, p.a_high, p.r_high)
 
 
 def instance_table(inst: Instance) -> dict[str, np.ndarray]:
@@ -268,59 +266,77 @@ def instance_table(inst: Instance) -> dict[str, np.ndarray]:
     return {"t": np.arange(inst.T), "r": inst.r, **{f"a_{i}": inst.A[:, i] for i in range(inst.m)}}
 
 
-def proposed_config(config: dict) -> dict:
-    """The wait-less settings of a run config (keys fo_mode, eta_schedule, fo_rate, lag, eta_scale)."""
-    return {"fo_mode": config["fo_mode"], "schedule": config["eta_schedule"], "rate": config["fo_rate"],
-            "lag": config["lag"], "eta_scale": config["eta_scale"]}
+def instance_tables(p: Params, seeds: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every (seed, T in p.horizons) instance the policies run on: the requests (columns seed, T, t, r,
+    a_0..) and the budgets (columns seed, T, b_0..), for storage."""
+    instances, budgets = [], []
+    for seed in seeds:
+        for T in p.horizons:
+            inst = instance_for(p, seed, T)
+            instances.append(pd.DataFrame({"seed": seed, "T": T, **instance_table(inst)}))
+            budgets.append({"seed": seed, "T": T, **{f"b_{i}": b for i, b in enumerate(inst.b)}})
+    return pd.concat(instances, ignore_index=True), pd.DataFrame(budgets)
 
 
-def plan_variant_config(config: dict) -> dict:
-    """The plan's literal reading: first-order after every customer, eta = 1/sqrt(f), remaining rate."""
-    return {"fo_mode": "between", "schedule": "sqrt_f", "rate": "remaining", "lag": config["lag"],
-            "eta_scale": config["eta_scale"]}
+def proposed_settings(p: Params) -> dict[str, Any]:
+    """Keyword arguments of :func:`waitless` for the run's wait-less policy (p.fo_mode, p.eta_schedule,
+    p.fo_rate, p.lag, p.eta_scale)."""
+    return {"fo_mode": p.fo_mode, "schedule": p.eta_schedule, "rate": p.fo_rate, "lag": p.lag,
+            "eta_scale": p.eta_scale}
 
 
-def run_seed(config: dict, seed: int) -> dict:
+def plan_variant_settings(p: Params) -> dict[str, Any]:
+    """The plan's literal reading: first-order after every customer, eta = 1/sqrt(f), remaining rate
+    (p.lag and p.eta_scale as in the run)."""
+    return {"fo_mode": "between", "schedule": "sqrt_f", "rate": "remaining", "lag": p.lag,
+            "eta_scale": p.eta_scale}
+
+
+def run_seed(p: Params, seed: int) -> dict:
     """Regret of first-order and wait-less (every f exponent) at every horizon, on one instance each.
 
-    config keys: horizons (list[int]), m, instance, a_high, r_high, f_exponents (list[float], the
-    first one is the headline f), eta_scale, fo_mode, eta_schedule, fo_rate, lag. Also runs the
-    plan's literal variant (:func:`plan_variant_config`) at the headline f. Returns
-    {"seed", "rows"} with one row per (T, policy): T, policy, f, regret, reward, lp_opt, n_lp, seconds.
+    Reads the instance params, p.horizons, p.f_exponents (the first one is the headline f) and the
+    policy settings of :func:`proposed_settings`. Also runs the plan's literal variant
+    (:func:`plan_variant_settings`) at the headline f. Returns {"seed", "rows"} with one row per
+    (T, policy): T, policy, f, regret, reward, lp_opt, n_lp, seconds.
     """
     rows = []
-    for T in config["horizons"]:
-        inst = instance_for(config, seed, T)
+    for T in p.horizons:
+        inst = instance_for(p, seed, T)
         opt = offline_optimum(inst).value
-        runs: list[tuple[str, int | None, PolicyRun]] = [
-            ("first_order", None, first_order(inst, config["eta_scale"]))]
-        for k, e in enumerate(config["f_exponents"]):
+        runs: list[tuple[str, int | None, PolicyRun]] = [("first_order", None, first_order(inst, p.eta_scale))]
+        for k, e in enumerate(p.f_exponents):
             f = resolve_frequency(T, e)
-            runs.append((f"waitless_{exponent_tag(e)}", f, waitless(inst, f, **proposed_config(config))))
+            runs.append((f"waitless_{exponent_tag(e)}", f, waitless(inst, f, **proposed_settings(p))))
             if k == 0:
-                runs.append((f"waitless_between_{exponent_tag(e)}", f,
-                             waitless(inst, f, **plan_variant_config(config))))
+                runs.append((f"waitless_between_{exponent_tag(e)}", f, waitless(inst, f, **plan_variant_settings(p))))
         for name, f, run in runs:
             rows.append({"T": T, "policy": name, "f": f, "regret": opt - run.reward, "reward": run.reward,
                          "lp_opt": opt, "n_lp": run.n_lp, "seconds": run.seconds})
     return {"seed": seed, "rows": rows}
 
 
-def run_timing(config: dict, seed: int) -> dict:
-    """LP-every-step versus wait-less (headline f) and first-order on one instance at ``timing_T``.
+def run_timing(p: Params, seed: int) -> dict:
+    """LP-every-step versus wait-less (headline f) and first-order on one instance at ``p.timing_T``.
 
     The three run one after the other inside this call, so their wall times are comparable.
     """
-    T = config["timing_T"]
-    inst = instance_for(config, seed, T)
+    T = p.timing_T
+    inst = instance_for(p, seed, T)
     opt = offline_optimum(inst).value
-    f = resolve_frequency(T, config["f_exponents"][0])
+    f = resolve_frequency(T, p.f_exponents[0])
     runs = {"lp_every_step": lp_every_step(inst),
-            "waitless": waitless(inst, f, **proposed_config(config)),
-            "first_order": first_order(inst, config["eta_scale"])}
+            "waitless": waitless(inst, f, **proposed_settings(p)),
+            "first_order": first_order(inst, p.eta_scale)}
     return {"seed": seed, "T": T, "f": f,
             **{name: {"regret": opt - run.reward, "seconds": run.seconds, "lp_seconds": run.lp_seconds,
                       "n_lp": run.n_lp} for name, run in runs.items()}}
+
+
+def run_timings(p: Params, seeds: list[int]) -> list[dict]:
+    """:func:`run_timing` for each seed, one instance after the other: run as one task, never beside
+    another, so that the wall times compare."""
+    return [run_timing(p, seed) for seed in seeds]
 
 
 def exponent_tag(exponent: float) -> str:

@@ -4,19 +4,17 @@ whose SHAP share of a chosen feature is halved, and the role of feature redundan
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from prefect import unmapped
-from pydantic import Field, model_validator
 
 from flows.x_hacking import method
+from flows.x_hacking.params import SMOKE, Params
 from tasks import stats
-from tasks.data import load_bundled, save_parquet
-from tasks.paper import Claim, Paper, PaperParams, RunContext, RunOutput, paper_flow, paper_task
+from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.data import save_bundled
+from tasks.paper import paper_flow, run_mapped
 
 PAPER = Paper(
     slug="x_hacking",
@@ -60,70 +58,16 @@ PAPER = Paper(
 )
 
 
-class Params(PaperParams):
-    datasets: list[Literal["breast_cancer", "wine", "diabetes"]] = Field(min_length=1, description="bundled tables")
-    n_targets: int = Field(ge=1, le=5, description="target features per table: the baseline's top-k SHAP features")
-    n_trials: int = Field(ge=2, le=500, description="budget B of each search")
-    tpe_startup_trials: int = Field(ge=1, description="random trials before TPE models")
-    share_factor: float = Field(gt=0, lt=1, description="success: target share <= share_factor * baseline share")
-    min_success_rate: float = Field(ge=0, le=1, description="susceptible pair: either searcher succeeds in this "
-                                                            "fraction of seeds")
-    test_size: float = Field(gt=0, lt=1, description="stratified holdout fraction (paper: 0.2)")
-    val_fraction: float = Field(gt=0, lt=1, description="validation fraction of the training part")
-    shap_rows: int = Field(ge=10, description="holdout rows explained")
-    baseline_trees: int = Field(ge=1, description="trees of the common baseline random forest")
-    rf_max_trees: int = Field(ge=5, description="largest random forest in the search space")
-    gb_max_trees: int = Field(ge=10, description="largest gradient boosting in the search space")
-    allow_drop_target: bool = Field(description="may feature selection drop the target feature (trivial hack)")
-    synth_n_redundant: list[int] = Field(description="make_classification n_redundant values (BO only)")
-    synth_seeds: int = Field(ge=0, description="seeds of the synthetic sweep (the first ones of the run)")
-    synth_n_samples: int = Field(ge=50, description="rows of each synthetic dataset")
-    redundancy_trees: int = Field(ge=5, description="trees of the redundancy regressor")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Params":
-        if self.synth_seeds > self.seeds:
-            raise ValueError("synth_seeds cannot exceed seeds")
-        if any(not 0 <= k <= 8 for k in self.synth_n_redundant):
-            raise ValueError("synth_n_redundant values must lie in [0, 8] (12 features, 4 informative)")
-        if len(set(self.datasets)) != len(self.datasets):
-            raise ValueError("datasets must be distinct")
-        return self
-
-
-SMOKE = {"seeds": 1, "datasets": ["breast_cancer"], "n_targets": 1, "n_trials": 8, "tpe_startup_trials": 4,
-         "synth_seeds": 0}
-
-
-@paper_task
-def search_unit(config: dict, dataset: str, seed: int, data_dir: str) -> dict:
-    return method.run_unit(config, dataset, seed, None if dataset.startswith("synth_r") else data_dir)
-
-
-@paper_task
-def redundancy_unit(config: dict, dataset: str, seed: int, feature: int, data_dir: str) -> float:
-    return method.redundancy_for(config, dataset, seed, feature, None if dataset.startswith("synth_r") else data_dir)
-
-
-@paper_task
-def prepare_data(datasets: list[str], data_dir: str) -> list[str]:
-    """The bundled tables as Parquet (features + raw ``target``) under data/x_hacking/."""
-    paths = []
-    for name in datasets:
-        X, y = load_bundled(name)
-        paths.append(str(save_parquet(X.assign(target=y.to_numpy()), Path(data_dir) / f"{name}.parquet")))
-    return paths
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
     started = time.perf_counter()
-    config = params.model_dump()
     data_dir = str(ctx.data_dir)
-    prepare_data(params.datasets, data_dir)
-    synth = [method.synthetic_name(k) for k in params.synth_n_redundant]
+    for name in params.datasets:  # the bundled tables as Parquet (features + raw ``target``) under data/x_hacking/
+        save_bundled(name, ctx.data_dir / f"{name}.parquet")
+    synth = [method.synthetic_name(k) for k in params.synth_n_redundant]  # generated in the units, not stored
     units = [(d, s) for s in ctx.seeds for d in params.datasets] + [(d, s) for s in ctx.seeds[:params.synth_seeds] for d in synth]
-    results = search_unit.map(unmapped(config), [u[0] for u in units], [u[1] for u in units], unmapped(data_dir)).result()
+    results = run_mapped(method.run_unit, {"dataset": [u[0] for u in units], "seed": [u[1] for u in units]},
+                         p=params, data_dir=data_dir)
     search_s = time.perf_counter() - started
 
     runs = pd.DataFrame([r for res in results for r in res["runs"]])
@@ -131,8 +75,8 @@ def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
     # Redundancy of each distinct target feature (bundled tables do not depend on the seed).
     runs["data_seed"] = np.where(runs["dataset"].str.startswith("synth_r"), runs["seed"], 0)
     keys = runs[["dataset", "data_seed", "feature"]].drop_duplicates().sort_values(["dataset", "data_seed", "feature"])
-    r2 = redundancy_unit.map(unmapped(config), keys["dataset"].tolist(), keys["data_seed"].tolist(),
-                             keys["feature"].tolist(), unmapped(data_dir)).result()
+    r2 = run_mapped(method.redundancy_for, {"dataset": keys["dataset"].tolist(), "seed": keys["data_seed"].tolist(),
+                                            "feature": keys["feature"].tolist()}, p=params, data_dir=data_dir)
     runs = runs.merge(keys.assign(redundancy_r2=r2), on=["dataset", "data_seed", "feature"]).drop(columns="data_seed")
     runs = runs.sort_values(["dataset", "rank", "searcher", "seed"]).reset_index(drop=True)
 
@@ -175,8 +119,7 @@ def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
                       "breast_cancer_top1_random_rate": rate("breast_cancer", 1, "random"),
                       "breast_cancer_top2_bo_rate": rate("breast_cancer", 2, "bo"),
                       "bo_success_rate_bundled": bundled_rate("bo"), "random_success_rate_bundled": bundled_rate("random")},
-        "baseline_acc0": {d: stats.summarize(runs.loc[runs["dataset"] == d].drop_duplicates("seed")["acc0"])
-                          for d in sorted(runs["dataset"].unique())},
+        "baseline_acc0": stats.summarize_by(runs.drop_duplicates(["dataset", "seed"]), "dataset", "acc0"),
         "n_trials_total": int(len(trials)),
         "timings": {"search_s": search_s, "total_s": time.perf_counter() - started,
                     "unit_s_sum": float(sum(r["seconds"] for r in results)),

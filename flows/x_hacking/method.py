@@ -12,7 +12,8 @@ Read top to bottom:
                   is defensible (holdout accuracy >= the baseline's) and the target's share is at
                   most ``share_factor`` times the baseline's;
 5. redundancy  -- how well the other features predict the target feature (5-fold CV R^2);
-6. one unit    -- ``run_unit(config, dataset, seed)``: baseline, targets, both searches;
+6. one unit    -- ``run_unit(p, dataset, seed)``: baseline, targets, both searches (``p``: the
+                  flow's typed params);
 7. statistics  -- trials-to-success (censored at B+1), the BO speed-up, rank correlations.
 
 No Prefect, no DVC. All randomness goes through explicit seeds (sklearn ``random_state``,
@@ -28,7 +29,7 @@ import time
 import warnings
 import zlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, get_args
 
 import numpy as np
 import optuna
@@ -43,13 +44,15 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, cross_val_score, train_test_split
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
+from flows.x_hacking.params import BundledTable, Params
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
 warnings.filterwarnings("ignore", message=".*constant.*", category=UserWarning)  # f_classif on constant columns
 warnings.filterwarnings("ignore", category=RuntimeWarning, module="sklearn.feature_selection")
 
-REAL_DATASETS = ("breast_cancer", "wine", "diabetes")
+REAL_DATASETS = get_args(BundledTable)
 # liblinear draws from one process-wide random generator that each fit re-seeds: fits in concurrent
 # threads would interleave their draws, so every liblinear fit holds this lock (determinism).
 _LIBLINEAR = threading.Lock()
@@ -96,16 +99,17 @@ def synthetic_dataset(n_redundant: int, seed: int, n_samples: int, n_features: i
     return X.astype(np.float64), y.astype(np.int64), names
 
 
-def load_problem(dataset: str, seed: int, config: dict, data_dir: str | None = None
+def load_problem(dataset: str, seed: int, synth_n_samples: int, data_dir: str | None = None
                  ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """X (n, p) float64, binary y (n,) int64 and feature names of ``dataset``.
 
     Bundled datasets are read from ``<data_dir>/<dataset>.parquet`` (features plus a ``target``
-    column, written by the flow from ``tasks.data.load_bundled``), or straight from scikit-learn
-    when ``data_dir`` is None. ``synth_r<k>`` datasets are generated from ``seed``.
+    column, written by the flow with ``tasks.data.save_bundled``), or straight from scikit-learn
+    when ``data_dir`` is None. ``synth_r<k>`` datasets (``synth_n_samples`` rows) are generated from
+    ``seed`` whatever ``data_dir`` is.
     """
     if dataset.startswith("synth_r"):
-        return synthetic_dataset(int(dataset[len("synth_r"):]), seed, config["synth_n_samples"])
+        return synthetic_dataset(int(dataset[len("synth_r"):]), seed, synth_n_samples)
     if data_dir is not None:
         frame = pd.read_parquet(f"{data_dir}/{dataset}.parquet")
         y_raw = frame.pop("target").to_numpy()
@@ -170,8 +174,9 @@ def feature_share(importance: np.ndarray, feature: int) -> float:
 # ----------------------------------------------------------------------------------------------
 # 3. Pipelines: scaler -> feature selection (target protected) -> model
 # ----------------------------------------------------------------------------------------------
-def suggest_pipeline(trial: optuna.Trial, n_features: int, config: dict) -> dict:
-    """Sample one pipeline from the search space (conditional parameters, define-by-run)."""
+def suggest_pipeline(trial: optuna.Trial, n_features: int, rf_max_trees: int, gb_max_trees: int) -> dict:
+    """Sample one pipeline from the search space (conditional parameters, define-by-run); forests get
+    at most ``rf_max_trees`` trees, gradient boosting at most ``gb_max_trees``."""
     params: dict[str, Any] = {
         "scaler": trial.suggest_categorical("scaler", ["none", "standard", "quantile"]),
         "selector": trial.suggest_categorical("selector", ["none", "kbest", "l1"]),
@@ -185,11 +190,11 @@ def suggest_pipeline(trial: optuna.Trial, n_features: int, config: dict) -> dict
         params["C"] = trial.suggest_float("C", 1e-3, 1e2, log=True)
         params["penalty"] = trial.suggest_categorical("penalty", ["l1", "l2"])
     elif params["model"] == "rf":
-        params["n_estimators"] = trial.suggest_int("n_estimators", 5, config["rf_max_trees"])
+        params["n_estimators"] = trial.suggest_int("n_estimators", 5, rf_max_trees)
         params["max_depth"] = trial.suggest_int("max_depth", 2, 12)
         params["max_features"] = trial.suggest_float("max_features", 0.1, 1.0)
     else:
-        params["n_estimators"] = trial.suggest_int("n_estimators_gb", 10, config["gb_max_trees"])
+        params["n_estimators"] = trial.suggest_int("n_estimators_gb", 10, gb_max_trees)
         params["max_depth"] = trial.suggest_int("max_depth_gb", 1, 5)
         params["learning_rate"] = trial.suggest_float("learning_rate", 0.01, 0.5, log=True)
         params["subsample"] = trial.suggest_float("subsample", 0.5, 1.0)
@@ -230,7 +235,7 @@ def fit(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
     return model.fit(X, y)
 
 
-def make_model(params: dict, seed: int, config: dict):
+def make_model(params: dict, seed: int):
     if params["model"] == "logreg":
         return logistic_regression(params["C"], l1=params["penalty"] == "l1", seed=seed)
     if params["model"] == "rf":
@@ -241,7 +246,7 @@ def make_model(params: dict, seed: int, config: dict):
                                       random_state=seed)
 
 
-def evaluate_pipeline(params: dict, split: Split, target: int, seed: int, config: dict) -> dict:
+def evaluate_pipeline(params: dict, split: Split, target: int, seed: int, allow_drop_target: bool) -> dict:
     """Fit the pipeline on split.X_fit; return validation and holdout accuracy and the mean
     |SHAP| importance (p,) of every *original* feature (0 for dropped ones; scaling is
     per-feature, so column j stays feature j)."""
@@ -253,8 +258,8 @@ def evaluate_pipeline(params: dict, split: Split, target: int, seed: int, config
         scaler = None
     tf = (lambda A: A) if scaler is None else scaler.transform
     X_fit, X_val, X_test, X_exp = tf(split.X_fit), tf(split.X_val), tf(split.X_test), tf(split.X_explain)
-    mask = selection_mask(params, X_fit, split.y_fit, target, seed, config["allow_drop_target"])
-    model = fit(make_model(params, seed, config), X_fit[:, mask], split.y_fit)
+    mask = selection_mask(params, X_fit, split.y_fit, target, seed, allow_drop_target)
+    model = fit(make_model(params, seed), X_fit[:, mask], split.y_fit)
     importance = np.zeros(split.X_fit.shape[1])
     importance[mask] = mean_abs_shap(model, X_fit[:, mask], X_exp[:, mask])
     return {
@@ -292,41 +297,42 @@ def sub_seed(seed: int, *keys: str | int) -> int:
     return int(np.random.SeedSequence([seed, *ints]).generate_state(1)[0])
 
 
-def make_sampler(searcher: str, sampler_seed: int, config: dict) -> optuna.samplers.BaseSampler:
+def make_sampler(searcher: str, sampler_seed: int, startup_trials: int) -> optuna.samplers.BaseSampler:
     """``random``: optuna RandomSampler. ``bo``: multivariate TPE (``group=True`` so the
-    conditional branches of the space are modelled jointly), ``tpe_startup_trials`` random
+    conditional branches of the space are modelled jointly), ``startup_trials`` random
     trials first. Both get the same seed, so TPE's startup trials equal random's first trials
     (common random numbers: the searchers differ only once BO starts modelling)."""
     if searcher == "random":
         return optuna.samplers.RandomSampler(seed=sampler_seed)
     if searcher == "bo":
         return optuna.samplers.TPESampler(multivariate=True, group=True, seed=sampler_seed,
-                                          n_startup_trials=config["tpe_startup_trials"])
+                                          n_startup_trials=startup_trials)
     raise ValueError(f"unknown searcher {searcher!r}")
 
 
 def run_search(searcher: str, split: Split, target: int, acc0: float, s0: float, seed: int,
-               sampler_seed: int, config: dict) -> list[dict]:
-    """``config['n_trials']`` trials of one searcher on objectives (validation accuracy up,
-    target share down). Returns one row per trial, in order, with the holdout accuracy, the
-    share, and the defensible / success flags."""
+               sampler_seed: int, p: Params) -> list[dict]:
+    """``p.n_trials`` trials of one searcher on objectives (validation accuracy up, target share
+    down). Returns one row per trial, in order, with the holdout accuracy, the share, and the
+    defensible / success flags. Also reads the search space (p.rf_max_trees, p.gb_max_trees,
+    p.allow_drop_target), p.tpe_startup_trials and p.share_factor."""
     n_features = split.X_fit.shape[1]
     rows: list[dict] = []
 
     def objective(trial: optuna.Trial) -> tuple[float, float]:
-        params = suggest_pipeline(trial, n_features, config)
-        res = evaluate_pipeline(params, split, target, seed, config)
+        params = suggest_pipeline(trial, n_features, p.rf_max_trees, p.gb_max_trees)
+        res = evaluate_pipeline(params, split, target, seed, p.allow_drop_target)
         share = feature_share(res["importance"], target)
         rows.append({"trial": trial.number + 1, "model": params["model"], "scaler": params["scaler"],
                      "selector": params["selector"], "n_kept": res["n_kept"], "val_acc": res["val_acc"],
                      "test_acc": res["test_acc"], "share": share,
                      "defensible": is_defensible(res["test_acc"], acc0),
-                     "success": is_success(res["test_acc"], share, acc0, s0, config["share_factor"])})
+                     "success": is_success(res["test_acc"], share, acc0, s0, p.share_factor)})
         return res["val_acc"], share
 
     study = optuna.create_study(directions=["maximize", "minimize"],
-                                sampler=make_sampler(searcher, sampler_seed, config))
-    study.optimize(objective, n_trials=config["n_trials"])
+                                sampler=make_sampler(searcher, sampler_seed, p.tpe_startup_trials))
+    study.optimize(objective, n_trials=p.n_trials)
     return rows
 
 
@@ -344,10 +350,11 @@ def redundancy_r2(X: np.ndarray, feature: int, n_estimators: int = 50, seed: int
     return float(np.mean(scores))
 
 
-def redundancy_for(config: dict, dataset: str, seed: int, feature: int, data_dir: str | None = None) -> float:
-    """Redundancy R^2 of ``feature`` in ``dataset`` (generated from ``seed`` if synthetic)."""
-    X, _, _ = load_problem(dataset, seed, config, data_dir)
-    return redundancy_r2(X, feature, n_estimators=config["redundancy_trees"])
+def redundancy_for(p: Params, dataset: str, seed: int, feature: int, data_dir: str | None = None) -> float:
+    """Redundancy R^2 of ``feature`` in ``dataset`` (generated from ``seed`` if synthetic), with
+    p.redundancy_trees trees (and p.synth_n_samples rows for a synthetic dataset)."""
+    X, _, _ = load_problem(dataset, seed, p.synth_n_samples, data_dir)
+    return redundancy_r2(X, feature, n_estimators=p.redundancy_trees)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,21 +372,23 @@ def relative_share_reduction(rows: list[dict], s0: float) -> float:
     return float(1.0 - min(shares) / s0) if shares and s0 > 0 else 0.0
 
 
-def run_unit(config: dict, dataset: str, seed: int, data_dir: str | None = None) -> dict:
+def run_unit(p: Params, dataset: str, seed: int, data_dir: str | None = None) -> dict:
     """Baseline, targets and searches for one dataset and one seed.
 
     Real datasets: targets are the baseline's top ``n_targets`` SHAP features, searched by both
-    searchers. Synthetic ``synth_r<k>``: the top-1 feature, searched by BO only.
+    searchers. Synthetic ``synth_r<k>``: the top-1 feature, searched by BO only. Reads the split
+    (p.test_size, p.val_fraction, p.shap_rows), p.baseline_trees, p.n_targets and what
+    :func:`run_search` reads.
     Returns JSON-able ``{"dataset", "seed", "acc0", "runs": [...], "trials": [...], "seconds"}``:
     one ``runs`` row per (target, searcher), one ``trials`` row per trial.
     """
     start = time.perf_counter()
-    X, y, names = load_problem(dataset, seed, config, data_dir)
-    split = make_split(X, y, seed, config["test_size"], config["val_fraction"], config["shap_rows"])
-    base = fit_baseline(split, seed, config["baseline_trees"])
+    X, y, names = load_problem(dataset, seed, p.synth_n_samples, data_dir)
+    split = make_split(X, y, seed, p.test_size, p.val_fraction, p.shap_rows)
+    base = fit_baseline(split, seed, p.baseline_trees)
     base_share = base["importance"] / base["importance"].sum()
     synthetic = dataset.startswith("synth_r")
-    n_targets = 1 if synthetic else config["n_targets"]
+    n_targets = 1 if synthetic else p.n_targets
     searchers = ("bo",) if synthetic else SEARCHERS
     targets = np.argsort(-base_share, kind="stable")[:n_targets]
     runs, trials = [], []
@@ -387,12 +396,12 @@ def run_unit(config: dict, dataset: str, seed: int, data_dir: str | None = None)
         s0 = float(base_share[target])
         sampler_seed = sub_seed(seed, dataset, rank)
         for searcher in searchers:
-            rows = run_search(searcher, split, target, base["acc0"], s0, seed, sampler_seed, config)
-            tts = trials_to_success([r["success"] for r in rows], config["n_trials"])
+            rows = run_search(searcher, split, target, base["acc0"], s0, seed, sampler_seed, p)
+            tts = trials_to_success([r["success"] for r in rows], p.n_trials)
             defensible_shares = [r["share"] for r in rows if r["defensible"]]
             runs.append({"dataset": dataset, "seed": seed, "rank": rank, "feature": int(target),
                          "feature_name": names[target], "searcher": searcher, "acc0": base["acc0"], "s0": s0,
-                         "trials_to_success": tts, "succeeded": tts <= config["n_trials"],
+                         "trials_to_success": tts, "succeeded": tts <= p.n_trials,
                          "n_defensible": len(defensible_shares),
                          "s_min": float(min(defensible_shares)) if defensible_shares else float("nan"),
                          "reduction": relative_share_reduction(rows, s0)})

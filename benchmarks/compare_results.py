@@ -1,0 +1,77 @@
+"""Compare two results trees paper by paper: every non-timing measurement and every non-timing claim's
+observed value, interval and verdict must be identical.
+
+Interval dicts whose point estimate is named ``ratio`` or ``slope`` are read as the ``mean`` that
+``tasks.stats`` called them before the keys were named after the statistic.
+Usage: python benchmarks/compare_results.py OLD_RESULTS_DIR NEW_RESULTS_DIR [SLUG ...]
+Exit 1 when any paper differs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+RENAMED = ("ratio", "slope")
+
+
+def flatten(node: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in node.items():
+        if key == "timings":
+            continue
+        renamed = key in RENAMED and "ci_low" in node and not isinstance(value, dict)
+        path = f"{prefix}{'mean' if renamed else key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def same(a, b) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    problems = []
+    before, after = flatten(old["metrics"]), flatten(new["metrics"])
+    for key in sorted(set(before) | set(after)):
+        if key not in before or key not in after:
+            problems.append(f"metric {key}: only in {'old' if key in before else 'new'}")
+        elif not same(before[key], after[key]):
+            problems.append(f"metric {key}: {before[key]!r} -> {after[key]!r}")
+    for cid, claim in old["claims"].items():
+        if claim["metric"].startswith("timings."):
+            continue
+        fresh = new["claims"].get(cid)
+        if fresh is None:
+            problems.append(f"claim {cid}: missing")
+            continue
+        for field in ("observed", "ci_low", "ci_high", "verdict", "threshold", "comparison"):
+            if not same(claim.get(field), fresh.get(field)):
+                problems.append(f"claim {cid}.{field}: {claim.get(field)!r} -> {fresh.get(field)!r}")
+    if old["params"] != new["params"]:
+        problems.append("params differ")
+    return problems
+
+
+def main(old_root: Path, new_root: Path, slugs: list[str]) -> int:
+    slugs = slugs or sorted(p.parent.name for p in old_root.glob("*/metrics.json"))
+    failed = 0
+    for slug in slugs:
+        old, new = (json.loads((root / slug / "metrics.json").read_text()) for root in (old_root, new_root))
+        problems = differences(old, new)
+        failed += bool(problems)
+        print(f"{slug}: {len(flatten(old['metrics']))} metrics, {len(old['claims'])} claims: "
+              + ("identical" if not problems else f"{len(problems)} differences"))
+        for problem in problems[:20]:
+            print(f"  {problem}")
+    print(f"{len(slugs) - failed} of {len(slugs)} papers identical apart from timings")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]))

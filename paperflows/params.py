@@ -1,0 +1,163 @@
+"""``params.yaml``: read, validate and override, without importing Prefect or any paper's method.
+
+A paper's params model lives in ``flows/<slug>/params.py``, which imports only pydantic and the
+contract, so ``paperflows check`` and a bad ``--set`` answer in well under a second.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tasks.contract import PaperParams
+
+FLOWS_DIR = Path(__file__).resolve().parent.parent / "flows"  # the code; data, results and params live in the working directory
+CRON_FIELDS = 5
+TOP_LEVEL_KEYS = ("common", "papers", "schedules")
+
+
+class ParamsError(ValueError):
+    """Invalid params: the message names the key (``papers.lapsum.k ...``)."""
+
+
+class CommonParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    seed: int = Field(ge=0, description="base seed; a paper's seeds are seed, seed+1, ...")
+    max_workers: int = Field(ge=1, le=256, description="parallel tasks (threads, processes or Dask workers)")
+
+
+def paper_slugs() -> list[str]:
+    """Every folder of ``flows/`` that holds a ``flow.py``."""
+    return sorted(p.name for p in FLOWS_DIR.iterdir() if (p / "flow.py").is_file() and not p.name.startswith(("_", ".")))
+
+
+def read_params_file(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(f"params file {path} not found")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ParamsError(f"{path} is not valid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{path}: expected a mapping with keys {', '.join(TOP_LEVEL_KEYS)}")
+    unknown = set(raw) - set(TOP_LEVEL_KEYS)
+    if unknown:
+        raise ParamsError(f"{path}: unknown top-level key(s) {sorted(unknown)}; expected {', '.join(TOP_LEVEL_KEYS)}")
+    return raw
+
+
+def configured_slugs(params_file: Path = Path("params.yaml")) -> list[str]:
+    """The papers of ``params.yaml`` (what ``dvc.yaml`` runs), in file order."""
+    return list((read_params_file(params_file).get("papers") or {}))
+
+
+def load_params_model(slug: str) -> tuple[type[PaperParams], dict[str, Any]]:
+    """``Params`` and ``SMOKE`` of ``flows/<slug>/params.py`` (a light import: no method, no Prefect)."""
+    if slug not in paper_slugs():
+        raise ParamsError(f"unknown paper '{slug}'; known: {', '.join(paper_slugs())}")
+    if not (FLOWS_DIR / slug / "params.py").is_file():
+        raise ParamsError(f"flows/{slug}/params.py is missing: it holds the paper's Params model and SMOKE")
+    module = importlib.import_module(f"flows.{slug}.params")
+    model, smoke = getattr(module, "Params", None), getattr(module, "SMOKE", None)
+    if not (isinstance(model, type) and issubclass(model, PaperParams)) or not isinstance(smoke, dict):
+        raise RuntimeError(f"flows/{slug}/params.py must define Params (a PaperParams) and SMOKE (a dict)")
+    return model, smoke
+
+
+def _explain(prefix: str, err: ValidationError) -> str:
+    messages = []
+    for e in err.errors():
+        key = ".".join([prefix, *map(str, e["loc"])])
+        got = "" if e["type"] == "missing" else f" (got {e['input']!r})"
+        messages.append(f"{key}: {e['msg']}{got}")
+    return "; ".join(messages)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"k=200"`` or ``"common.seed=3"`` -> (key path, YAML-parsed value)."""
+    if "=" not in text:
+        raise ParamsError(f"override '{text}' must look like key=value")
+    key, value = text.split("=", 1)
+    return key.strip().split("."), yaml.safe_load(value)
+
+
+def apply_overrides(section: dict[str, Any], common: dict[str, Any], overrides: Sequence[str]) -> None:
+    for text in overrides:
+        path, value = parse_override(text)
+        target = common if path[0] == "common" else section
+        path = path[1:] if path[0] == "common" else path
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+
+
+def resolve_params(slug: str, raw: dict[str, Any], smoke: bool = False, overrides: Sequence[str] = (),
+                   model: tuple[type[PaperParams], dict[str, Any]] | None = None) -> tuple[PaperParams, CommonParams]:
+    """Validate ``papers.<slug>`` (with smoke values and ``key=value`` overrides applied) and ``common``.
+
+    ``model``: the params model and smoke values, when not those of ``flows/<slug>/params.py``.
+    """
+    model_class, smoke_values = model or load_params_model(slug)
+    papers = raw.get("papers") or {}
+    if slug not in papers:
+        raise ParamsError(f"papers.{slug} is missing from params.yaml")
+    section = dict(papers[slug] or {})
+    common = dict(raw.get("common") or {})
+    if smoke:
+        section.update(smoke_values)
+    apply_overrides(section, common, overrides)
+    try:
+        common_params = CommonParams.model_validate(common)
+    except ValidationError as err:
+        raise ParamsError(_explain("common", err)) from None
+    try:
+        params = model_class.model_validate(section)
+    except ValidationError as err:
+        raise ParamsError(_explain(f"papers.{slug}", err)) from None
+    return params, common_params
+
+
+def validate_schedules(raw: dict[str, Any]) -> dict[str, str]:
+    schedules = raw.get("schedules") or {}
+    known = set(raw.get("papers") or {})
+    for slug, cron in schedules.items():
+        if slug not in known:
+            raise ParamsError(f"schedules.{slug}: no such paper")
+        if not isinstance(cron, str) or len(cron.split()) != CRON_FIELDS:
+            raise ParamsError(f"schedules.{slug}: expected a 5-field cron string, got {cron!r}")
+    return dict(schedules)
+
+
+def check_params_file(path: Path = Path("params.yaml")) -> list[str]:
+    """Every problem of ``params.yaml`` and the flow registry, one line each (empty when all is well):
+    each section against its paper's model at default and smoke scale, sections without a flow and
+    flows without a section, and the schedules."""
+    try:
+        raw = read_params_file(path)
+    except ParamsError as err:
+        return [str(err)]
+    problems = []
+    configured, known = list(raw.get("papers") or {}), paper_slugs()
+    problems += [f"papers.{s}: no flows/{s}/flow.py" for s in configured if s not in known]
+    problems += [f"flows/{s}/ has no papers.{s} section in {path}" for s in known if s not in configured]
+    for slug in (s for s in configured if s in known):
+        for smoke in (False, True):
+            try:
+                resolve_params(slug, raw, smoke=smoke)
+            except (ParamsError, RuntimeError) as err:
+                problems.append(f"{err}{' (at smoke scale)' if smoke else ''}")
+    try:
+        validate_schedules(raw)
+    except ParamsError as err:
+        problems.append(str(err))
+    try:
+        CommonParams.model_validate(raw.get("common") or {})
+    except ValidationError as err:
+        problems.append(_explain("common", err))
+    return list(dict.fromkeys(problems))

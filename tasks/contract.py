@@ -1,0 +1,136 @@
+"""The flow contract's data: what a paper declares (``Paper``, ``Claim``, ``PaperParams``) and what a
+run gets and returns (``RunContext``, ``RunOutput``).
+
+This module imports neither Prefect nor the rest of ``tasks``: the claim checker, the report writer
+and the flow decorator all build on it, and a params model can be validated without starting Prefect.
+
+A paper folder ``flows/<slug>/`` declares:
+
+* ``params.py``: ``Params`` (a :class:`PaperParams` subclass, the typed section ``papers.<slug>`` of
+  ``params.yaml``) and ``SMOKE`` (overrides that make the run take seconds). It imports no heavy
+  library, so ``paperflows check`` validates every paper in well under a second;
+* ``method.py``: the algorithm, no Prefect; its functions take the frozen ``Params``;
+* ``flow.py``: ``PAPER`` (a :class:`Paper` with its claims, fixed before any run) and one function
+  decorated with :func:`tasks.paper.paper_flow`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+Comparison = Literal[">=", ">", "<=", "<"]
+ClaimKind = Literal["exact", "direction", "magnitude"]
+
+
+class Claim(BaseModel):
+    """One checkable claim: ``metrics[metric] <comparison> threshold``.
+
+    ``interval`` names the metrics holding a confidence interval of the observed value; when it
+    straddles the threshold the verdict is *inconclusive*. ``scaled`` says why and how the
+    threshold was scaled down from the paper's figure. ``by_construction`` marks a check that
+    tests the pipeline rather than the paper (the report labels it so).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    text: str
+    source: str
+    metric: str
+    comparison: Comparison
+    threshold: float
+    kind: ClaimKind
+    interval: tuple[str, str] | None = None
+    scaled: str | None = None
+    by_construction: bool = False
+
+
+class Paper(BaseModel):
+    """A paper's metadata and its claims."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    slug: str = Field(pattern=r"^[a-z0-9_]+$")
+    title: str
+    method: str
+    paper_class: Literal["A", "B", "C"]
+    source: str
+    official_code: str | None
+    claims: tuple[Claim, ...]
+    limitations: str
+
+    @model_validator(mode="after")
+    def _claim_ids_unique(self) -> "Paper":
+        ids = [c.id for c in self.claims]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"{self.slug}: duplicate claim ids in {ids}")
+        return self
+
+    @property
+    def artifact_prefix(self) -> str:
+        """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+        return re.sub(r"[^a-z0-9-]", "-", self.slug)
+
+
+class PaperParams(BaseModel):
+    """Base of every paper's params model: unknown keys, wrong types and bad ranges are errors.
+
+    Instances are frozen and passed as they are to a paper's method functions (``p.tau``), through
+    threads, process pools and Dask workers alike (pydantic models pickle by class name).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    seeds: int = Field(ge=1, le=100, description="number of seeds (instances, repetitions)")
+
+
+def _distinct(values: Sequence[Any]) -> Sequence[Any]:
+    repeated = sorted({str(v) for v in values if list(values).count(v) > 1})
+    if repeated:
+        raise ValueError(f"values must be distinct; repeated: {', '.join(repeated)}")
+    return values
+
+
+def _increasing(values: Sequence[Any]) -> Sequence[Any]:
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise ValueError(f"values must be strictly increasing, got {list(values)}")
+    return values
+
+
+Distinct = AfterValidator(_distinct)
+"""List constraint for params models: ``methods: Annotated[list[str], Distinct]``."""
+Increasing = AfterValidator(_increasing)
+"""List constraint for params models: ``ns: Annotated[list[int], Increasing]`` (strictly)."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a paper flow gets besides its params."""
+
+    slug: str
+    seeds: list[int]
+    data_dir: Path
+    results_dir: Path
+    smoke: bool
+
+
+@dataclass
+class RunOutput:
+    """What a paper flow returns; the framework checks claims on ``metrics`` and writes the rest.
+
+    ``metrics``: nested dict of JSON numbers (runtimes under ``metrics["timings"]``, which the
+    determinism check ignores). ``tables``: name -> DataFrame, written as ``<name>.csv``; the
+    table ``"plot"`` (columns ``x``, ``y``, ``series``) is the data of the main figure.
+    ``figure``: the main matplotlib figure. ``setup`` and ``notes``: markdown for ``report.md``.
+    """
+
+    metrics: dict[str, Any]
+    tables: dict[str, Any]
+    figure: Any
+    setup: str
+    notes: str = ""
