@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: check, list, run, repro, report, new, dvc-yaml, recheck, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, repro, report, robustness, new, dvc-yaml, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ def run(
                             runner=runner, dask_address=dask_address)
     except Exception as err:  # one line with the cause, non-zero exit
         _fail(err)
-    counts = summary["verdicts"]
-    typer.echo(f"{slug}: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
-               f"{counts['inconclusive']} inconclusive in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
+    from paperflows.summary import counts_text
+
+    typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
 
 
 @app.command()
@@ -130,6 +130,20 @@ def recheck(slug: str = typer.Argument(..., help="paper slug"),
     except Exception as err:
         _fail(err)
     typer.echo(f"{slug}: no verdict changed ({len(result['rows'])} claims) -> {result['out_root']}")
+
+
+@app.command()
+def robustness(slugs: List[str] = typer.Argument(None, help="papers (default: all)"),
+               offset: Optional[int] = typer.Option(None, help="seed offset (default: the one fixed in code)")) -> None:
+    """Rerun papers with common.seed shifted, compare verdicts claim by claim; writes results/ROBUSTNESS.md."""
+    from paperflows import robustness as module
+
+    try:
+        record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo)
+    except Exception as err:
+        _fail(err)
+    flips = sum(c["changed"] for claims in record["papers"].values() for c in claims.values())
+    typer.echo(f"wrote results/ROBUSTNESS.md: {flips} verdicts flip at seed offset {record['offset']}")
 
 
 @app.command()

@@ -119,9 +119,11 @@ def paper_stage(slug: str) -> dict[str, Any]:
 
 
 def summary_stage(slugs: list[str]) -> dict[str, Any]:
+    robustness = ["results/robustness.json"] if (REPO / "results" / "robustness.json").is_file() else []
     return {
         "cmd": "paperflows report",
-        "deps": _relative(import_closure([REPO / SUMMARY_ENTRY])) + [f"results/{s}/metrics.json" for s in slugs],
+        "deps": _relative(import_closure([REPO / SUMMARY_ENTRY])) + [f"results/{s}/metrics.json" for s in slugs]
+        + robustness,
         "outs": [{"results/SUMMARY.md": {"cache": False}}],
     }
 

@@ -25,15 +25,36 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 Comparison = Literal[">=", ">", "<=", "<"]
 ClaimKind = Literal["exact", "direction", "magnitude"]
+Role = Literal["claim", "sanity"]
+
+
+class Control(BaseModel):
+    """A negative control: something measured in the same run, by the same metric and under the same
+    threshold, for which the claim should *not* hold (the ablated method, permuted labels, a random policy).
+    If it passes too, the check has no power and the claim's verdict is inconclusive."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    metric: str
+    interval: tuple[str, str] | None = None
 
 
 class Claim(BaseModel):
-    """One checkable claim: ``metrics[metric] <comparison> threshold``.
+    """One checkable claim: ``metrics[metric] <comparison> threshold``, with the rules that make its
+    verdict able to fail (see :mod:`tasks.claims`).
 
-    ``interval`` names the metrics holding a confidence interval of the observed value; when it
-    straddles the threshold the verdict is *inconclusive*. ``scaled`` says why and how the
-    threshold was scaled down from the paper's figure. ``by_construction`` marks a check that
-    tests the pipeline rather than the paper (the report labels it so).
+    ``role``: ``"claim"`` (a claim of the paper; counted in "x/y reproduced") or ``"sanity"`` (a check of
+    our own implementation, or one that holds by construction; reported apart, never counted).
+    ``interval`` names the metrics holding a confidence interval of the observed value; the claim is
+    reproduced only when the whole interval lies strictly on its side of the threshold. A claim without
+    an interval names ``per_seed``, a list of per-seed values (at least 3, all agreeing), or says in
+    ``no_interval_reason`` why it cannot. Every claim has a ``control`` or a ``control_reason``.
+    ``censored`` names the fraction of seeds where the method or the baseline never reached its
+    criterion: above one half the verdict is inconclusive, unless the claim is ``about_failure``.
+    ``per_setting`` names a dict {setting: value} when ``metric`` aggregates over datasets or settings:
+    each one's side of the threshold is recorded, and reversals are reported next to the verdict.
+    ``scaled`` says why and how the threshold was scaled down from the paper's figure.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,9 +66,31 @@ class Claim(BaseModel):
     comparison: Comparison
     threshold: float
     kind: ClaimKind
+    role: Role
     interval: tuple[str, str] | None = None
+    per_seed: str | None = None
+    no_interval_reason: str | None = None
+    control: Control | None = None
+    control_reason: str | None = None
+    censored: str | None = None
+    about_failure: bool = False
+    per_setting: str | None = None
     scaled: str | None = None
-    by_construction: bool = False
+
+    @model_validator(mode="after")
+    def _rules(self) -> "Claim":
+        if self.role == "sanity":
+            if self.control is not None or self.control_reason is not None:
+                raise ValueError(f"{self.id}: a sanity check takes no negative control")
+            return self
+        if (self.control is None) == (self.control_reason is None):
+            raise ValueError(f"{self.id}: a claim needs exactly one of control and control_reason")
+        if self.interval is None and self.per_seed is None and self.no_interval_reason is None:
+            raise ValueError(f"{self.id}: a claim without an interval needs per_seed (>= 3 agreeing seeds) "
+                             "or no_interval_reason")
+        if self.interval is not None and (self.per_seed is not None or self.no_interval_reason is not None):
+            raise ValueError(f"{self.id}: a claim with an interval takes neither per_seed nor no_interval_reason")
+        return self
 
 
 class Paper(BaseModel):

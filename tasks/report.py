@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 
-from tasks.claims import VERDICT_CODES, VERDICTS, ClaimResult
+from tasks.claims import VERDICT_CODES, ClaimResult, count_verdicts
 from tasks.contract import Paper, RunContext, RunOutput
 from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -38,14 +38,41 @@ def observed_text(result: ClaimResult) -> str:
     return f"{fmt(result.observed)} [{fmt(result.ci_low)}, {fmt(result.ci_high)}]"
 
 
-def claims_rows(paper: Paper, results: Sequence[ClaimResult]) -> list[dict[str, str]]:
-    """One row per claim, the columns a reader scans first on the left: claim, verdict, ours, the paper's figure."""
+def verdict_text(result: ClaimResult | dict[str, Any]) -> str:
+    """The verdict with why it is inconclusive, and any dataset or setting on which the effect reverses."""
+    get = result.get if isinstance(result, dict) else lambda key: getattr(result, key)
+    text = get("verdict") + (f" ({get('reason')})" if get("reason") else "")
+    if get("reversed_settings"):
+        text += f"; reverses on {', '.join(get('reversed_settings'))}"
+    return text
+
+
+def control_text(result: ClaimResult | dict[str, Any]) -> str:
+    get = result.get if isinstance(result, dict) else lambda key: getattr(result, key)
+    control = get("control")
+    if control is None:
+        return "none: " + (get("control_reason") or "")
+    control = control if isinstance(control, dict) else control.model_dump()
+    value = fmt(control["observed"])
+    if control.get("ci_low") is not None:
+        value += f" [{fmt(control['ci_low'])}, {fmt(control['ci_high'])}]"
+    return f"{control['name']}: {value} ({'passes too' if control['passed'] else 'fails, as it should'})"
+
+
+def claims_rows(paper: Paper, results: Sequence[ClaimResult], role: str = "claim") -> list[dict[str, str]]:
+    """One row per claim of ``role``, the columns a reader scans first on the left: claim, verdict, ours,
+    the paper's figure (and, for claims, the negative control)."""
     rows = []
     for claim, result in zip(paper.claims, results):
-        label = claim.kind + (", scaled" if claim.scaled else "") + (", by construction" if claim.by_construction else "")
-        rows.append({"claim": claim.id, "verdict": result.verdict, "ours": observed_text(result),
-                     "paper's figure": f"{claim.comparison} {fmt(claim.threshold)}", "paper says": claim.text,
-                     "kind": label, "metric": claim.metric})
+        if claim.role != role:
+            continue
+        row = {"claim": claim.id, "verdict": verdict_text(result), "ours": observed_text(result),
+               "paper's figure": f"{claim.comparison} {fmt(claim.threshold)}"}
+        if role == "claim":
+            row["negative control"] = control_text(result)
+        row |= {"paper says": claim.text, "kind": claim.kind + (", scaled" if claim.scaled else ""),
+                "metric": claim.metric}
+        rows.append(row)
     return rows
 
 
@@ -81,8 +108,19 @@ def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output:
         f"official code: {paper.official_code or 'not found'}\n",
         f"Run: seeds {ctx.seeds}{' · **smoke scale**' if ctx.smoke else ''} · params `papers.{paper.slug}` = `{params}`\n",
         "## Setup\n", output.setup.strip() + "\n",
-        "## Claims\n", markdown_table(claims_rows(paper, results)),
+        "## Claims\n", markdown_table(claims_rows(paper, results, "claim")),
     ]
+    no_control = [c for c in paper.claims if c.role == "claim" and c.control is None]
+    if no_control:
+        parts += ["Claims without a negative control, and why:\n"]
+        parts += [f"- `{c.id}`: {c.control_reason}" for c in no_control] + [""]
+    no_interval = [c for c in paper.claims if c.role == "claim" and c.no_interval_reason]
+    if no_interval:
+        parts += ["Claims without an interval or per-seed values, and why:\n"]
+        parts += [f"- `{c.id}`: {c.no_interval_reason}" for c in no_interval] + [""]
+    parts += ["## Sanity checks\n",
+              "Checks of our own implementation, or that hold by construction: reported, never counted as "
+              "reproduced claims.\n", markdown_table(claims_rows(paper, results, "sanity"))]
     if scaled:
         parts += ["Scaled thresholds:\n"] + [f"- `{c.id}`: {c.scaled}" for c in scaled] + [""]
     parts += ["## Figure\n", "![main figure](figure.png)\n",
@@ -108,9 +146,9 @@ def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, outp
         "params": params,
         "metrics": output.metrics,
         "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced"),
-                          "text": declared[r.id].text, "scaled": declared[r.id].scaled,
-                          "by_construction": declared[r.id].by_construction} for r in results},
-        "verdicts": {v: sum(r.verdict == v for r in results) for v in VERDICTS},
+                          "text": declared[r.id].text, "scaled": declared[r.id].scaled} for r in results},
+        "verdicts": count_verdicts(results, "claim"),
+        "sanity": count_verdicts(results, "sanity"),
     }
 
 
@@ -157,9 +195,11 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
 
         create_markdown_artifact(key=f"{paper.artifact_prefix}-report", markdown=report,
                                  description=f"{paper.title}: report")
-        create_table_artifact(key=f"{paper.artifact_prefix}-claims", table=claims_rows(paper, results),
+        create_table_artifact(key=f"{paper.artifact_prefix}-claims",
+                              table=claims_rows(paper, results, "claim")
+                              + [{**row, "negative control": "(sanity check)"} for row in claims_rows(paper, results, "sanity")],
                               description=f"{paper.title}: claims and verdicts")
-    return {"paper": paper.slug, "results_dir": str(final), "verdicts": document["verdicts"]}
+    return {"paper": paper.slug, "results_dir": str(final), "verdicts": document["verdicts"], "sanity": document["sanity"]}
 
 
 def _in_flow_run() -> bool:

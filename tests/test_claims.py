@@ -2,13 +2,17 @@ import math
 
 import pytest
 
-from tasks.claims import check_claim, metric_value, verdict
-from tasks.contract import Claim
+from tasks.claims import check_claim, check_claims, count_verdicts, metric_value, verdict
+from tasks.contract import Claim, Control, Paper
 
 
-def claim(comparison=">=", threshold=1.0, interval=None):
+def claim(comparison=">=", threshold=1.0, interval=None, **rules):
+    if rules.get("role", "claim") == "claim":
+        rules.setdefault("control_reason", "a test")
+        if interval is None:
+            rules.setdefault("no_interval_reason", "a test")
     return Claim(id="c", text="t", source="s", metric="a.b", comparison=comparison, threshold=threshold,
-                 kind="direction", interval=interval)
+                 kind="direction", interval=interval, **{"role": "claim", **rules})
 
 
 @pytest.mark.parametrize("comparison,observed,expected", [
@@ -41,3 +45,79 @@ def test_missing_or_non_numeric_metrics_are_errors():
         metric_value({"a": {"b": "x"}}, "a.b")
     with pytest.raises(TypeError):
         metric_value({"a": {"b": True}}, "a.b")
+
+
+# --- the verdict rules of issue #11, each shown able to flip a verdict -------------------------------
+
+METRICS = {"effect": {"mean": 0.3, "ci_low": 0.1, "ci_high": 0.5},
+           "ablated": {"mean": 0.2, "ci_low": 0.05, "ci_high": 0.35},
+           "random": {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1},
+           "tie": {"mean": 0.003, "ci_low": 0.0, "ci_high": 0.0045},
+           "seeds": {"agree": [0.2, 0.3, 0.4], "disagree": [0.2, -0.1, 0.4], "two": [0.2, 0.3]},
+           "censored": {"most": 0.8, "few": 0.2},
+           "per_dataset": {"wine": 0.4, "digits": 0.3, "breast_cancer": -0.1}}
+
+
+def effect(**rules):
+    base = {"id": "effect", "text": "t", "source": "s", "metric": "effect.mean", "comparison": ">", "threshold": 0.0,
+            "kind": "direction", "role": "claim", "interval": ("effect.ci_low", "effect.ci_high"),
+            "control_reason": "a test"}
+    return Claim(**{**base, **rules})
+
+
+def test_a_control_that_passes_too_turns_a_pass_into_no_power():
+    weak = Control(name="random policy", metric="random.mean", interval=("random.ci_low", "random.ci_high"))
+    result = check_claim(effect(control=weak, control_reason=None), METRICS)
+    assert result.verdict == "reproduced" and result.control.passed is False
+    strong = Control(name="ablated method", metric="ablated.mean", interval=("ablated.ci_low", "ablated.ci_high"))
+    result = check_claim(effect(control=strong, control_reason=None), METRICS)
+    assert result.verdict == "inconclusive" and "no power" in result.reason and result.control.passed is True
+
+
+def test_an_interval_touching_the_threshold_is_a_tie_not_a_win():
+    assert check_claim(effect(), METRICS).verdict == "reproduced"
+    tie = check_claim(effect(metric="tie.mean", interval=("tie.ci_low", "tie.ci_high"), comparison=">="), METRICS)
+    assert tie.verdict == "inconclusive" and "touches" in tie.reason
+    assert verdict(effect(comparison=">="), 0.5, (0.0, 1.0)) == "inconclusive"
+    assert verdict(effect(comparison="<="), -0.5, (-1.0, 0.0)) == "inconclusive"
+    assert verdict(effect(comparison="<="), 0.5, (0.0, 1.0)) == "inconclusive"
+
+
+def test_a_point_claim_needs_three_seeds_that_agree():
+    point = {"interval": None, "metric": "effect.mean"}
+    assert check_claim(effect(**point, per_seed="seeds.agree"), METRICS).verdict == "reproduced"
+    assert check_claim(effect(**point, per_seed="seeds.disagree"), METRICS).verdict == "inconclusive"
+    assert "fewer than 3" in check_claim(effect(**point, per_seed="seeds.two"), METRICS).reason
+    with pytest.raises(ValueError, match="per_seed"):
+        effect(**point)
+
+
+def test_censored_comparisons_are_inconclusive_unless_the_claim_is_about_failure():
+    assert check_claim(effect(censored="censored.few"), METRICS).verdict == "reproduced"
+    result = check_claim(effect(censored="censored.most"), METRICS)
+    assert result.verdict == "inconclusive" and "censored" in result.reason
+    assert check_claim(effect(censored="censored.most", about_failure=True), METRICS).verdict == "reproduced"
+
+
+def test_a_reversal_on_one_dataset_is_reported_beside_the_verdict():
+    result = check_claim(effect(per_setting="per_dataset"), METRICS)
+    assert result.verdict == "reproduced" and result.reversed_settings == ["breast_cancer"]
+    assert result.settings == METRICS["per_dataset"]
+
+
+def test_sanity_checks_are_never_counted_as_claims():
+    sanity = Claim(id="identity", text="t", source="s", metric="effect.mean", comparison=">", threshold=0.0,
+                   kind="exact", role="sanity")
+    paper = Paper(slug="p", title="t", method="m", paper_class="A", source="s", official_code=None,
+                  claims=(effect(), sanity), limitations="")
+    results = check_claims(paper, METRICS)
+    assert [r.verdict for r in results] == ["reproduced", "reproduced"]
+    assert count_verdicts(results, "claim") == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
+    assert count_verdicts(results, "sanity") == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
+    with pytest.raises(ValueError, match="sanity check takes no negative control"):
+        Claim(**{**sanity.model_dump(), "control_reason": "x"})
+
+
+def test_every_claim_needs_a_control_or_a_reason():
+    with pytest.raises(ValueError, match="exactly one of control and control_reason"):
+        effect(control_reason=None)

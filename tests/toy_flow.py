@@ -6,7 +6,7 @@ import pandas as pd
 from pydantic import Field
 
 from tasks import stats
-from tasks.contract import Claim, Paper, PaperParams, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, PaperParams, RunContext, RunOutput
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow
 
@@ -14,9 +14,11 @@ TOY = Paper(
     slug="toy", title="Toy paper", method="Mean", paper_class="A", source="tests", official_code=None,
     claims=(
         Claim(id="mean_positive", text="the mean is positive", source="test", metric="mean.mean",
-              comparison=">", threshold=0.0, kind="direction", interval=("mean.ci_low", "mean.ci_high")),
+              comparison=">", threshold=0.0, kind="direction", role="claim", interval=("mean.ci_low", "mean.ci_high"),
+              control=Control(name="draws centred at -loc", metric="control.mean",
+                              interval=("control.ci_low", "control.ci_high"))),
         Claim(id="draws_counted", text="every draw is counted", source="test", metric="n_draws",
-              comparison=">=", threshold=10, kind="exact", by_construction=True),
+              comparison=">=", threshold=10, kind="exact", role="sanity"),
     ),
     limitations="A toy.",
 )
@@ -27,16 +29,18 @@ class ToyParams(PaperParams):
     n: int = Field(ge=1)
 
 
-def draw_mean(p: "ToyParams", seed: int) -> float:
-    return float(np.random.default_rng(seed).normal(p.loc, 1.0, size=p.n).mean())
+def draw_mean(p: "ToyParams", seed: int, sign: float = 1.0) -> float:
+    return float(np.random.default_rng(seed).normal(sign * p.loc, 1.0, size=p.n).mean())
 
 
 @paper_flow(TOY, ToyParams, smoke={"n": 10})
 def toy_flow(params: ToyParams, ctx: RunContext) -> RunOutput:
     means = over_seeds(draw_mean, ctx.seeds, p=params)
+    control = over_seeds(draw_mean, ctx.seeds, p=params, sign=-1.0)
     save_parquet(pd.DataFrame({"seed": ctx.seeds, "mean": means}), ctx.data_dir / "means.parquet")
     figure, axis = plt.subplots()
     axis.plot(ctx.seeds, means)
     plot = pd.DataFrame({"x": ctx.seeds, "y": means, "series": "mean"})
-    return RunOutput(metrics={"mean": stats.summarize(means), "n_draws": params.n},
+    return RunOutput(metrics={"mean": stats.summarize(means), "control": stats.summarize(control),
+                                                "n_draws": params.n},
                      tables={"plot": plot}, figure=figure, setup="Draw normals.")
