@@ -198,7 +198,7 @@ def test_ebm_components_sum_to_its_prediction():
 def test_run_is_deterministic_by_seed():
     cfg = params_for("anova_tpnn", datasets=["synthetic"], models=["tpnn", "na2m"], synth_n=150, synth_d=4,
                      synth_rho=0.5, synth_noise=0.2, bc_top_features=8, test_frac=0.2, eval_rows=60, n_basis=4,
-                     id_eps=1e-3, epochs=6, lr=0.03, eval_every=3, nam_hidden=[4], nbm_hidden=[4], nbm_bases=2,
+                     id_eps=1e-3, epochs=6, synth_epochs=6, lr=0.03, eval_every=3, nam_hidden=[4], nbm_hidden=[4], nbm_bases=2,
                      ebm_interactions=0, ebm_outer_bags=1, ebm_interaction_bins=8, centring_probes=2)
     a, b, c = m.run_seed(cfg, 5), m.run_seed(cfg, 5), m.run_seed(cfg, 6)
     for model in cfg.models:
@@ -217,3 +217,55 @@ def test_params_reject_inconsistent_config():
                 {"ebm_runs": 3}):
         with pytest.raises(ValueError):
             params_for("anova_tpnn", **bad)
+
+
+def test_guard_eps_explains_a_failing_sum_to_zero_check():
+    """A basis whose threshold sits near the edge of the data (one side's mass well below one row but above eps)
+    misses its zero sum by about eps / mass with the official guard; recomputing r with eps = 0 restores it."""
+    x = _data(300, 2, seed=2)
+    model = _tpnn(x, [(0,), (0, 1)], eps=1e-3, seed=3)
+    with torch.no_grad():
+        model.b1[0, 0, 0] = 1.3          # beyond the data (x in [-1, 1]): sum of s1 over the rows is small
+        model.log_t1[0, 0, 0] = np.log(0.05)
+        model.beta1[0].zero_()
+        model.beta1[0, 0] = 1.0          # the main effect is this one basis alone
+    model.freeze_constants(x)
+    mass = m.smallest_side_mass(model, x)
+    assert 1e-3 < mass < 1.0
+    assert m.centring_error(model, x, 4, np.random.default_rng(0)) > 1e-3
+    assert m.centring_error_exact_r(model, x, 4, np.random.default_rng(0)) < 1e-10
+    assert model.eps == 1e-3             # the diagnosis works on a copy
+
+
+def test_linear_control_fits_lines_not_curves():
+    rng = np.random.default_rng(0)
+    Z = rng.uniform(-1, 1, (400, 3))
+    lin = 0.5 + Z @ np.array([1.0, -2.0, 0.3])
+    np.testing.assert_allclose(m.linear_control("regression", Z[:300], lin[:300], Z[300:]), lin[300:], atol=1e-10)
+    curve = np.sin(np.pi * Z[:, 0])
+    pred = m.linear_control("regression", Z[:300], curve[:300], Z[300:])
+    assert np.sqrt(np.mean((pred - curve[300:]) ** 2)) > 0.3
+    label = (Z[:, 0] + Z[:, 1] > 0).astype(float)
+    score = m.linear_control("classification", Z[:300], label[:300], Z[300:])
+    assert m.test_score("classification", score, label[300:], 1.0) > 0.99
+
+
+def test_stability_difference_mean_worst_and_fitted_function():
+    """The claim's metric is the worst dataset's difference; the mean and every dataset are recorded."""
+    from flows.anova_tpnn.flow import _stability_difference
+
+    def D(value, R=4):               # (1 component, R runs): every pair of distinct runs at distance `value`
+        out = np.full((1, R, R), value)
+        out[:, np.arange(R), np.arange(R)] = 0.0
+        return out
+
+    dist = {("a", "tpnn"): D(0.2), ("a", "na2m"): D(0.6), ("b", "tpnn"): D(0.5), ("b", "na2m"): D(0.4),
+            ("a", "tpnn", "f"): D(0.1), ("a", "na2m", "f"): D(0.1), ("b", "tpnn", "f"): D(0.3),
+            ("b", "na2m", "f"): D(0.3)}
+    boots = [np.array([0, 1, 2, 3]), np.array([0, 0, 1, 2])]
+    out = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "", boots)
+    assert out["by_dataset"] == pytest.approx({"a": 0.4, "b": -0.1})
+    assert out["mean"] == pytest.approx(0.15) and out["worst"] == pytest.approx(-0.1)
+    assert out["worst_ci_low"] == pytest.approx(-0.1) and out["worst_ci_high"] == pytest.approx(-0.1)
+    f = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "f", boots)
+    assert f["mean"] == pytest.approx(0.0) and f["worst"] == pytest.approx(0.0)

@@ -180,6 +180,29 @@ def test_blae_uses_at_most_the_grid_and_accounts_every_round(T):
             assert other.pulls.sum() == T and other.regret == pytest.approx(float(other.pulls @ other.gaps))
 
 
+def test_blae_without_elimination_is_the_same_grid_exploring_to_T():
+    """The negative control: BLAE's batch grid and designs on every arm for the whole horizon. No arm is
+    dropped, so its pulls (and regret) do not depend on the rewards; BLAE itself eliminates on this instance."""
+    X, theta = M.random_instance(12, 4, np.random.default_rng(1))
+    T = 5000
+    runs = [M.blae(X, theta, T, np.random.default_rng(s), eliminate=False) for s in (0, 1)]
+    for led in runs:
+        assert led.info["arms_left"] == 12 and led.batches <= M.num_batches(T) and led.pulls.sum() == T
+    assert runs[0].pulls.tolist() == runs[1].pulls.tolist()
+    first = M.g_optimal_design(X, 1.0 / M.batch_grid(T)[0], 1e-3)
+    assert runs[0].curve[1] == (int(M.round_counts(first.pi, M.batch_grid(T)[0], T).sum()),
+                                pytest.approx(float(M.round_counts(first.pi, M.batch_grid(T)[0], T) @ runs[0].gaps)))
+    blae = M.blae(X, theta, T, np.random.default_rng(0))
+    assert blae.info["arms_left"] < 12 and blae.regret < runs[0].regret
+
+
+def test_e4_rerun_of_the_timing_control_repeats_the_same_pulls():
+    p = tiny_params()
+    X, theta = M.make_instance(p, "random", 0, 3)
+    a, b = (M.run_method("e4", X, theta, 600, np.random.default_rng([3, 0, 600, M.METHOD_ID["e4"]]), p) for _ in range(2))
+    assert a["pulls"] == b["pulls"] and a["regret"] == b["regret"]
+
+
 # ---------------------------------------------------------------------------- baselines
 def test_rs_oful_batch_length_matches_the_determinant_loop():
     rng = np.random.default_rng(5)
@@ -252,7 +275,8 @@ def test_linucb_vectorised_matches_a_naive_loop_and_runs_are_independent():
 
 # ---------------------------------------------------------------------------- determinism
 def _strip_seconds(result: dict) -> dict:
-    return {**result, "rows": [{k: v for k, v in r.items() if k != "seconds"} for r in result["rows"]]}
+    return {**result, "rows": [{k: v for k, v in r.items() if k != "seconds"} for r in result["rows"]],
+            "e4_rerun": [{k: v for k, v in r.items() if k != "seconds"} for r in result["e4_rerun"]]}
 
 
 def test_run_seed_is_deterministic_by_seed():
@@ -261,7 +285,9 @@ def test_run_seed_is_deterministic_by_seed():
     assert _strip_seconds(a) == _strip_seconds(b)
     c = M.run_seed(p, 4)
     assert [r["regret"] for r in _strip_seconds(a)["rows"]] != [r["regret"] for r in _strip_seconds(c)["rows"]]
-    assert {r["method"] for r in a["rows"]} == set(M.BATCHED_METHODS)
+    assert {r["method"] for r in a["rows"]} == set(M.BATCHED_METHODS + M.CONTROL_METHODS)
+    n_runs = len(M.instances(p)) * len(p.horizons)
+    assert len(a["e4_rerun"]) == n_runs and all(r["seconds"] > 0 for r in a["e4_rerun"])
     lin1, lin2 = M.run_linucb(p, [3, 4]), M.run_linucb(p, [3])
     by_seed = {(r["instance"], r["T"]): r["regret"] for r in lin1["rows"] if r["seed"] == 3}
     assert by_seed == {(r["instance"], r["T"]): r["regret"] for r in lin2["rows"]}

@@ -254,6 +254,17 @@ def test_transition_snr_separates_outlier_from_none():
     assert m.predict(*args, t * 1.03, "CK2")["outlier"] is not None
 
 
+@pytest.mark.parametrize("act", ["relu", "sin"])
+def test_naive_control_is_the_limit_without_random_matrix_corrections(act):
+    """The position claims' control (population kernels) is the derived limit as n/p and n/d go to 0, and
+    it sits strictly below the finite-ratio limit, so the control is a different prediction."""
+    for kernel in ("CK0", "CK2", "NTK"):
+        naive = m.population_outlier(act, 1200, 3, 3, 64.0, kernel)
+        far = m.predict(act, 1200, 10 ** 8, 10 ** 8, 3, 3, 64.0, kernel)
+        assert naive == pytest.approx(far["outlier"], rel=1e-5) and far["zeta"] == pytest.approx(1.0, abs=1e-4)
+        assert naive < m.predict(act, 1200, 600, 1000, 3, 3, 64.0, kernel)["outlier"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Experiments
 # ---------------------------------------------------------------------------------------------
@@ -304,3 +315,30 @@ def test_digits_inputs_subtract_class_means():
     X, y = _digits()
     assert X.shape == (64, 40) and np.allclose(X[:, y == 0].mean(axis=1), 0) and np.allclose(X[:, y == 1].mean(axis=1), 0)
     assert np.mean(np.sum(X ** 2, axis=0)) == pytest.approx(1.0)
+
+
+def test_flow_controls_are_the_same_metrics_without_signal_and_against_the_naive_limit():
+    """The count, ARI and block-fit controls are the same worst-cell metrics at snr 0; the null claim's
+    control is the same fraction at the top snr; the position control is the error against the naive limit."""
+    import pandas as pd
+
+    from flows.ck_ntk_spikes.flow import _metrics
+
+    per_seed = [m.run_seed(_SMALL, s) for s in (0, 1, 2)]
+    theory = m.theory_predictions(_SMALL)
+    rows = pd.DataFrame([row for r in per_seed for row in r["rows"]])
+    pred = pd.DataFrame([row for t in theory.values() for row in t["rows"]])
+    metrics, _ = _metrics(_SMALL, rows, pred, theory, pd.DataFrame(columns=["activation", "kernel"]))
+    c = metrics["claims"]
+    null = rows[(rows.snr == 0.0) & (rows.activation == "tanh") & (rows.kernel.isin(["CK1", "CK2"]))]
+    assert c["count_top_ck_control"]["min"] == min(float((g["count"] == 2).mean()) for _, g in null.groupby("kernel"))
+    assert c["ari_top_control"]["min"] == pytest.approx(min(g["ari"].mean() for _, g in
+                                                            rows[(rows.snr == 0.0) & (rows.kernel != "CK0")].groupby("kernel")))
+    top = rows[(rows.snr == 30.0) & (rows.activation == "tanh") & (rows.kernel != "CK0")]
+    assert c["zero_snr_control"]["min"] == min(float((g["count"] == 0).mean()) for _, g in top.groupby("kernel"))
+    cell = metrics["top_snr"]["relu"]["CK2"]
+    g = rows[(rows.snr == 30.0) & (rows.activation == "relu") & (rows.kernel == "CK2")]
+    naive = m.population_outlier("relu", _SMALL.n, _SMALL.depth, _SMALL.classes, 30.0, "CK2")
+    assert cell["naive_outlier"] == naive
+    assert cell["naive_rel_err"]["mean"] == pytest.approx(abs(g["mean_top_r"].mean() - naive) / naive)
+    assert c["ck_position_control"]["max_rel_err"] >= cell["naive_rel_err"]["mean"]

@@ -33,10 +33,16 @@ def test_toy_flow_writes_every_output(tmp_path):
     document = read_metrics(results)
     assert document["claims"]["mean_positive"]["verdict"] == "reproduced"
     assert document["seeds"] == [0, 1, 2]
-    assert summary["verdicts"] == {"reproduced": 2, "not reproduced": 0, "inconclusive": 0}
+    assert summary["verdicts"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}  # claims only
+    assert summary["sanity"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
+    control = document["claims"]["mean_positive"]["control"]
+    assert control["name"] == "draws centred at -loc" and control["passed"] is False and control["observed"] < 0
     assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
     text = (results / "report.md").read_text()
-    assert "| mean_positive | reproduced |" in text and "by construction" in text and "A toy." in text
+    assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
+    claims_part, sanity_part = text.split("## Sanity checks")
+    assert "| draws_counted |" in sanity_part and "| draws_counted |" not in claims_part
+    assert "fails, as it should" in claims_part
     # the slim file DVC tracks as metrics: per claim, the observed value and a numeric verdict
     slim = json.loads((results / "claims.json").read_text())
     assert slim == {cid: {"observed": c["observed"], "verdict": 1} for cid, c in document["claims"].items()}

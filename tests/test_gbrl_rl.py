@@ -245,6 +245,17 @@ def test_categorical_passthrough_gives_gbrl_the_same_bytes():
 
 # --- params ---------------------------------------------------------------------------------
 
+def test_random_policy_control_is_uniform_and_scores_low():
+    """The negative control: argmax of the random agent's logits is uniform over actions, and on CartPole
+    (random play lasts ~20 steps) its return is far below a trained agent's ceiling of 500."""
+    agent = method.UniformRandomAgent(3, np.random.default_rng(0))
+    actions = agent.forward(np.zeros((30000, 5)))[0].numpy().argmax(axis=1)
+    np.testing.assert_allclose(np.bincount(actions, minlength=3) / 30000, [1 / 3] * 3, atol=0.015)
+    ret = method.random_policy_return(TINY, "cartpole", seed=0)
+    assert 5 <= ret <= 60
+    assert ret == method.random_policy_return(TINY, "cartpole", seed=0)       # deterministic by seed
+
+
 def test_params_reject_inconsistent_config():
     good = {**TINY.model_dump(), **SMOKE}
     Params.model_validate(good)

@@ -133,10 +133,12 @@ def test_neuralsort_and_softsort_match_difftopk():
 def test_run_seed_is_deterministic():
     p = params_for("lapsum", correctness_n=30, alpha_hard=1e-3, select_n=60, select_ks=[6], select_steps=3,
                    select_batch=2, select_lr=3e-3, select_hidden=8, select_noise=0.3, tau=1.0,
-                   sinkhorn_iter_train=5, methods=list(m.METHODS), digits_steps=3, digits_alpha=1.0)
+                   sinkhorn_iter_train=5, methods=list(m.METHODS), digits_steps=3, digits_alpha=1.0,
+                   select_budget_s=0.01, control_budget_frac=0.25)
 
     def strip(out):
         out["select"] = [{k: v for k, v in row.items() if k != "wall_s"} for row in out["select"]]
+        out.pop("select_budget")  # CPU-time budgets: the steps taken depend on the machine
         return out
 
     a, b = strip(m.run_seed(p, 3)), strip(m.run_seed(p, 3))
@@ -153,12 +155,40 @@ def test_params_reject_inconsistent_config():
     good = {"seeds": 1, "methods": ["lapsum", "softmax"], "tau": 1.0, "correctness_n": 40, "alpha_hard": 1e-3,
             "scaling_ns": [100, 1000], "scaling_batch": 1, "scaling_reps": 1, "timing_threads": 1,
             "quadratic_cap": 1000, "sinkhorn_cap": 1000, "sinkhorn_iter_timing": 5, "n_compare": 1000,
-            "select_n": 50, "select_ks": [5], "select_steps": 1, "select_batch": 1, "select_lr": 0.01,
+            "select_n": 50, "select_ks": [5], "select_steps": 1, "select_budget_s": 0.1, "control_budget_frac": 0.25,
+            "select_batch": 1, "select_lr": 0.01,
             "select_hidden": 4, "select_noise": 0.3, "sinkhorn_iter_train": 5, "digits_steps": 1,
             "digits_alpha": 1.0}
     Params.model_validate({**good, **SMOKE})
     for bad in ({"methods": ["softmax", "sinkhorn"]}, {"select_ks": [50]}, {"scaling_ns": [100, 300]},
                 {"n_compare": 500}, {"methods": ["lapsum", "lapsum"]}, {"methods": ["lapsum", "bogus"]},
-                {"scaling_ns": [1000, 100]}):
+                {"scaling_ns": [1000, 100]}, {"control_budget_frac": 1.0}, {"select_budget_s": 0.0}):
         with pytest.raises(ValueError):
             Params.model_validate({**good, **bad})
+
+
+def test_budget_limits_steps_and_control_gets_a_fraction():
+    """The equal-budget run stops on CPU time (fewer steps for a smaller budget, never more than ``steps``), and
+    run_seed's control is LapSum with control_budget_frac of the budget."""
+    kw = dict(n=60, batch=2, hidden=8, sinkhorn_iter=5)
+    capped = m.learn_to_select("lapsum", 6, 0, steps=4, budget_s=100.0, **kw)
+    assert capped["steps"] == 4
+    assert m.learn_to_select("lapsum", 6, 0, steps=4, **kw)["steps"] == 4
+    tiny = m.learn_to_select("lapsum", 6, 0, steps=10**6, budget_s=1e-9, **kw)
+    assert tiny["steps"] <= 1  # the budget is checked before each step
+    p = params_for("lapsum", correctness_n=30, select_n=60, select_ks=[6], select_hidden=8, sinkhorn_iter_train=5,
+                   methods=["lapsum", "softmax"], select_budget_s=0.2, control_budget_frac=0.25)
+    rows = m.select_budget(p, 1)
+    assert [(r["method"], r["budget"]) for r in rows] == [("lapsum", "full"), ("softmax", "full"), ("lapsum", "control")]
+    assert all(r["k"] == 6 for r in rows)
+    assert rows[2]["steps"] < rows[0]["steps"]
+
+
+def test_hard_limit_claim_and_its_softmax_control():
+    """On N(0,1) scores the LapSum L1 to the hard top-k falls with alpha; the softmax control at the same alpha
+    is far from the top-k (it tends to k times the argmax)."""
+    c = m.correctness(0, n=60, n_grad=6, alpha_hard=1e-3)
+    assert c["l1_softmax_to_hard_normal_at_alpha_hard"] > 1.0
+    sweep = {row["alpha"]: row["l1_to_hard"] for row in c["alpha_sweep_normal_scores"]}
+    assert sweep[1e-4] <= sweep[1e-2] <= sweep[1.0]
+    assert c["l1_to_hard_normal_at_alpha_hard"] == pytest.approx(sweep[1e-3])

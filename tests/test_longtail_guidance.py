@@ -174,6 +174,16 @@ def test_run_seed_is_deterministic_and_reports_invariance():
     assert first["invariance"]["bit_identical"] and first["invariance"]["max_abs_logit_diff"] == 0.0
     assert sum(first["allocation"]) == TINY["n_generate"]
     assert {"none", "no_extra", "unguided", "ltg_epistemic", "ltg_entropy"} <= set(first["accuracy"])
+    # the gain claims' control: fresh unguided draws (not copies of the unguided one), the best on validation kept
+    reps = [f"unguided_rep{i}" for i in range(len(p.guidance_weights))]
+    gen = {row["variant"]: row for row in first["generation"]}
+    assert all(gen[k]["signal"] == "unguided" and gen[k]["weight"] == 0.0 for k in reps)
+    assert gen[reps[0]]["epistemic_mean"] != gen["unguided"]["epistemic_mean"]
+    best = max(reps, key=lambda k: (first["val_accuracy"][k]["tail"], -reps.index(k)))
+    assert first["accuracy"]["unguided_selected"] == first["accuracy"][best]
+    # the detection claim's control: the untrained heads' AUROC, a valid AUROC and not the trained heads' one
+    assert 0.0 <= first["detection"]["auroc_epistemic_untrained"] <= 1.0
+    assert first["detection"]["auroc_epistemic_untrained"] != first["detection"]["auroc_epistemic"]
     # a different seed draws a different split
     assert method.long_tailed_split(*_digits(), first["counts"], 3, 5, np.random.default_rng([4, 0]))["order"].tolist() \
         != first["digit_order"]

@@ -197,6 +197,38 @@ def test_frozen_field_rates_make_learned_and_fixed_agents_identical():
     assert out["conditions"]["learned"]["fields"] == out["conditions"]["fixed"]["fields"]
 
 
+def test_drift_only_control_moves_fields_by_noise_alone():
+    """The control agent's field rates are zero: without noise it is the fixed agent step for step; with
+    noise its centres move, by an amount that does not depend on the (ignored) field learning rates."""
+    quiet = method.run_seed(params_for("placefield_td", **{**SETTINGS, "drift_noise": 0.0}), 5)
+    assert quiet["conditions"]["drift_only"]["latency"] == quiet["conditions"]["fixed"]["latency"]
+    assert quiet["conditions"]["drift_only"]["fields"] == quiet["conditions"]["fixed"]["fields"]
+    noisy = method.run_seed(P, 5)
+    other_rates = method.run_seed(params_for("placefield_td", **SETTINGS, eta_center=0.0, eta_width=0.0, eta_amp=0.0), 5)
+    ends = [r["conditions"]["drift_only"]["fields"][str(2 * SETTINGS["episodes_per_goal"])]["lam"]
+            for r in (noisy, other_rates)]
+    assert ends[0] == ends[1]
+    start = noisy["conditions"]["drift_only"]["fields"]["0"]["lam"]
+    assert ends[0] != start
+
+
+def test_control_density_is_measured_at_the_other_goal():
+    """Block k's control density is the fraction of centres within the radius of the goal of the other block,
+    from the same snapshots as the claim's density."""
+    out = method.run_seed(P, 2)
+    E = SETTINGS["episodes_per_goal"]
+    m = out["conditions"]["learned"]
+    for k, (goal, other) in enumerate([(0.5, -0.2), (-0.2, 0.5)]):
+        blk = m["blocks"][k]
+        assert (blk["goal"], blk["other_location"]) == (goal, other)
+        before, after = m["fields"][str(k * E)]["lam"], m["fields"][str((k + 1) * E)]["lam"]
+        assert blk["density_other_before"] == method.density_near(np.array(before), other, 0.1)
+        assert blk["density_other_after"] == method.density_near(np.array(after), other, 0.1)
+        lat = np.array(m["latency"][k * E:(k + 1) * E])
+        late = int(round(SETTINGS["late_fraction"] * E))
+        assert blk["early_latency"] == pytest.approx(lat[:late].mean())
+
+
 def test_params_reject_inconsistent_config():
     from flows.placefield_td.params import SMOKE, Params
 

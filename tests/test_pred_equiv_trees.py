@@ -335,6 +335,22 @@ def test_group_discount_and_q_learning_keeps_predictions():
     assert cost_q.mean() <= m.path_cost(problem, tree, X).mean() + 1e-9
 
 
+def test_random_order_control_keeps_predictions_and_lies_between_optimum_and_buying_everything():
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 2, size=(300, 6)).astype(np.int8)
+    y = ((X[:, 0] & X[:, 1]) | X[:, 2]).astype(int)
+    tree = m.tree_from_sklearn(DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y))
+    problem = m.CostProblem(m.blake_canonical_form(m.path_dnf(tree)), tree.used_features, np.arange(6),
+                            np.array([4.0, 1.0, 9.0, 2.0, 2.0, 3.0]), 6)
+    cost_r, preds = m.run_policy(problem, m.random_order(problem, np.random.default_rng(1)), X)
+    assert np.array_equal(preds, m.tree_predict(tree, X))          # same stopping rule: same predictions
+    opt, _ = m.optimal_policy(problem, X)
+    assert opt - 1e-9 <= cost_r.mean() <= m.all_used_cost(problem) + 1e-9
+    # it is a random order: two streams choose differently on some row
+    other, _ = m.run_policy(problem, m.random_order(problem, np.random.default_rng(2)), X)
+    assert not np.array_equal(cost_r, other)
+
+
 # ------------------------------------------------------------------ importance, determinism
 def test_gini_importance_matches_sklearn():
     rng = np.random.default_rng(8)
@@ -372,6 +388,7 @@ def test_run_unit_is_deterministic_and_faithful():
     assert min(a["faithful"].values()) == 1.0
     assert a["rashomon"]["mismatched_pairs"] == 0
     assert a["cost"]["q_pred_agree"] == 1.0
+    assert a["cost"]["test_random"] > 0                                  # the control is computed
 
 
 def test_params_reject_inconsistent_config():

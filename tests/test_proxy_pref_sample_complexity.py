@@ -230,3 +230,25 @@ def test_params_reject_inconsistent_config():
                 {"n_responses": 2}, {"n_true_grid": [1, 35]}, {"baseline_prior_grid": [-1.0]}):
         with pytest.raises(ValueError):
             Params.model_validate({**good, **bad})
+
+
+# ---------------------------------------------------------------------------- claims and controls
+def test_controls_are_the_same_statistics_on_the_condition_violating_proxy():
+    """The violated proxy's ratio, win fraction and crossing are computed exactly as the method's; the
+    censored fraction counts the seeds whose true-only curve never reaches their own two-stage KL."""
+    from flows.proxy_pref_sample_complexity.flow import claim_metrics
+
+    sizes = [10, 35, 100, 300, 1000]
+    true_only = np.tile(np.array([1.0, 0.5, 0.3, 0.2, 0.1]), (4, 1))
+    two_stage = np.tile(np.array([0.8, 0.1, 0.05, 0.04, 0.03]), (4, 1))
+    two_stage[0, 1] = 0.01                                   # seed 0: true-only never gets that low
+    violated = np.tile(np.array([1.5, 1.3, 0.8, 0.8, 0.8]), (4, 1))
+    violated[1, 1] = 0.4                                     # seed 1: the violated proxy wins once
+    kl = {"true_only": true_only, "two_stage": two_stage, "two_stage_violated": violated,
+          "full_finetune": true_only, "proxy_only": true_only}
+    c = claim_metrics(TINY.model_copy(update={"n_ref": 35, "baseline_prior_grid": []}), kl, sizes, 1)
+    assert c["violated_kl_ratio_ref"]["mean"] == pytest.approx(np.mean(violated[:, 1] / true_only[:, 1]))
+    assert c["violated_win_fraction_ref"] == 0.25 and c["win_fraction_ref"] == 1.0
+    assert c["violated_n_match"]["mean"] == 10.0             # true-only beats the violated model from the start
+    assert c["violated_n_match_over_ref"]["mean"] == pytest.approx(10 / 35)
+    assert c["n_match_censored_fraction"] == 0.25

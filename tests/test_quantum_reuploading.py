@@ -229,6 +229,47 @@ def test_job_grid():
     keys = {(j["dataset"], j["D"], j["N"], j["L"], j["R"]) for j in jobs}
     assert len(keys) == len(jobs)
     assert ("synthetic", 12, 4, 1, 1) in keys and ("synthetic", 12, 2, 2, 2) in keys and ("digits", 6, 2, 1, 1) in keys
+    # the negative controls: permuted labels for the deep-narrow sweep (R = 1) and the wide circuit at width_dim
+    controls = {k for k in keys if k[0] == "synthetic_permuted"}
+    assert controls == {("synthetic_permuted", d, 2, d // 6, 1) for d in (6, 12, 24)} | {("synthetic_permuted", 12, 4, 1, 1)}
+
+
+def test_permuted_control_shuffles_only_the_training_labels():
+    p = tiny_params()
+    real, perm = m.dataset("synthetic", 0, 12, p), m.dataset("synthetic_permuted", 0, 12, p)
+    for key in ("x_train", "x_test", "y_test", "x_diag"):
+        assert np.array_equal(real[key], perm[key])
+    assert sorted(real["y_train"]) == sorted(perm["y_train"]) and not np.array_equal(real["y_train"], perm["y_train"])
+    # the permuted labels carry (almost) no information about the rule y = [sum x <= 0]
+    assert abs(np.mean(perm["y_train"] == real["y_train"]) - 0.5) < 0.3
+
+
+def test_control_metrics_are_computed_from_the_permuted_runs():
+    """The flow's controls: Spearman(L, test acc) and wide minus deep on the permuted-label runs only."""
+    import pandas as pd
+
+    from flows.quantum_reuploading.flow import _metrics
+
+    p = tiny_params()
+    rows = []
+    for j in m.build_jobs(p):
+        for seed in (0, 1, 2):
+            # real data: accuracy falls with L; permuted: accuracy rises with L (so a mix-up would show)
+            acc = 0.9 - 0.1 * j["L"] if j["dataset"] != "synthetic_permuted" else 0.4 + 0.02 * j["L"] + 0.01 * seed
+            rows.append({"seed": seed, **{k: j[k] for k in ("dataset", "D", "N", "L", "R")}, "test_acc": acc,
+                         "train_acc": acc, "init_excess_lcb": -0.1 * (seed + 1), "trained_excess_lcb": -0.2,
+                         "init_d2": 0.0, "trained_d2": 0.0, "init_bound": 1.0, "trained_bound": 1.0,
+                         "init_iid_d2": 0.0, "trained_iid_d2": 0.0, "iid_bound": 1.0, "z_class_gap": 0.1,
+                         "z_class_gap_se": 0.01, "z_gap_bound": 1.0, "seconds": 0.0})
+    metrics = _metrics(p, pd.DataFrame(rows))
+    assert metrics["synthetic"]["deep_narrow"]["spearman_L_test_acc"] == pytest.approx(-1.0)
+    ctrl = metrics["synthetic_permuted"]
+    assert ctrl["deep_narrow"]["spearman_L_test_acc"] == pytest.approx(1.0)
+    assert ctrl["deep_narrow"]["spearman_per_seed"] == pytest.approx([1.0, 1.0, 1.0])
+    # wide N = 4, L = 1 minus deep N = 2, L = 2 at D = 12 on permuted labels: 0.42 - 0.44
+    assert ctrl["wide_minus_deep"]["mean"] == pytest.approx(-0.02)
+    assert metrics["d2"]["empirical"]["max_excess_lcb_per_seed"] == pytest.approx([-0.1, -0.2, -0.2])
+    assert metrics["synthetic"]["deep_narrow"]["smallest_L_test_acc"]["mean"] == pytest.approx(0.8)
 
 
 def test_adam_first_step_and_quadratic():

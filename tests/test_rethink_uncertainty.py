@@ -233,6 +233,32 @@ def test_active_learning_is_deterministic_and_acquires_distinct_points():
     assert rand[0]["test_acc"] == out[0][0]["test_acc"]     # paired: same initial set and initialisation
 
 
+def test_random_control_is_random_acquisition_from_an_independent_stream():
+    """The negative control of 'BALD beats random': uniform scores like 'random', drawn from another stream,
+    on the same initial set and initialisations."""
+    rng = np.random.default_rng(8)
+    probs = rng.dirichlet(np.ones(3), size=(4, 6))
+    assert np.array_equal(M.acquisition_scores(M.CONTROL_ACQUISITION, probs, np.random.default_rng(1)),
+                          np.random.default_rng(1).random(6))
+    X, y = _toy_digits()
+    p = al_params()
+    rand = M.run_al_seed(p, 0, "random", (X, y))["rows"]
+    ctrl = M.run_al_seed(p, 0, M.CONTROL_ACQUISITION, (X, y))["rows"]
+    assert ctrl[0]["test_acc"] == rand[0]["test_acc"]                # same start
+    assert [r["test_acc"] for r in ctrl] != [r["test_acc"] for r in rand]   # different acquired points
+
+
+def test_claim_roles_and_controls():
+    from flows.rethink_uncertainty.flow import PAPER
+
+    roles = {c.id: c.role for c in PAPER.claims}
+    assert all(roles[i] == "sanity" for i in roles if i.startswith("poor_small_n_"))
+    assert roles["decomposition_identities"] == "sanity"
+    claims = {c.id: c for c in PAPER.claims}
+    assert claims["bald_beats_random"].control.metric.startswith("active_learning.final_acc_diff.random_control")
+    assert claims["bald_error_nonnegligible_n1"].control.metric == "errors.discrete.eps_theta.at_last_n.mean"
+
+
 def test_active_learning_reads_digits_from_parquet(tmp_path):
     """The flow passes the path of the Parquet file written by save_bundled: same runs as the arrays."""
     from tasks.data import load_bundled, save_bundled

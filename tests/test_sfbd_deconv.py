@@ -133,6 +133,8 @@ def test_run_is_deterministic_by_seed_and_covers_every_method_and_round(kind):
     for name in ("sfbd_low", "sfbd_high", "sfbd_noclean"):
         assert {(name, k) for k in range(3)} <= seen
     assert {("oracle", 0), ("noisy_naive", 0), ("clean_only_low", 0), ("clean_only_high", 0)} <= seen
+    # the control (denoising ablated) is scored after its first and last round
+    assert {k for m, k in seen if m == "noisy_finetune_low"} == {1, TINY.rounds}
     assert all(np.isfinite(r["value"]) for r in first["rows"])
     sigma_zeta = TINY.toy_sigma_zeta if kind == "toy" else TINY.digits_sigma_zeta
     assert first["denoise_grid"][0] == sigma_zeta and first["denoise_grid"][-1] == 0.0
@@ -148,6 +150,21 @@ def test_sfbd_trains_each_round_on_the_denoised_set():
                 on_round=lambda k, model, denoised: seen.append((k, denoised.shape)))
     assert seen == [(1, (64, 2)), (2, (64, 2)), (3, (64, 2))]
     assert any(not torch.equal(a, b) for a, b in zip(before, denoiser.parameters()))
+
+
+def test_ablated_sfbd_fine_tunes_on_the_noisy_data_as_they_are():
+    """The control: with denoise=False every round trains on the noisy tensor itself, with the same minibatch
+    seeds as SFBD, so SFBD and its ablation differ only by the denoising step."""
+    noisy = torch.randn(64, 2, generator=torch_generator(0))
+    seen = []
+    ablated = method.make_denoiser(2, 16, 2, 8, 1.0, seed=0)
+    method.sfbd(ablated, noisy, rounds=2, sigmas=method.truncated_sigmas(0.5, 18), finetune_steps=2,
+                batch_size=16, lr=1e-3, seed=0, denoise=False, on_round=lambda k, model, data: seen.append(data))
+    assert all(d is noisy for d in seen)
+    by_hand = method.make_denoiser(2, 16, 2, 8, 1.0, seed=0)
+    for k in (1, 2):
+        method.fit(by_hand, noisy, 2, 16, 1e-3, seed=k)
+    assert all(torch.equal(a, b) for a, b in zip(ablated.parameters(), by_hand.parameters()))
 
 
 def test_params_reject_inconsistent_config():

@@ -9,9 +9,10 @@ from conftest import params_for
 
 from flows.sharpness_minimalist import method
 
-TINY = dict(n=12, d=6, spectrum_decay=2.0, beta_norm=1.0, noise_levels=[0.0, 0.1, 0.3], base_noise=0.1,
-            depth_main=3, depths=[2, 3, 4], init_norm=0.05, steps=60, record_every=3, eos_step_ratios=[0.6, 1.5],
-            small_step_ratio=0.5, sgd_step_ratios=[0.6], sgd_batch_sizes=[1, 4], tail_frac=0.3, curve_points=10,
+TINY = dict(n=12, d=6, spectrum_decay=2.0, beta_norm=1.0, noise_levels=[0.0, 0.1, 0.3], level_beta_norms=[1.0, 1.5, 2.0],
+            base_noise=0.1, depth_main=3, depths=[2, 3, 4], init_norm=0.05, steps=60, record_every=3,
+            eos_step_ratios=[0.6, 1.5], fixed_eta=0.05, fixed_eta_steps=90, sgd_step_ratios=[0.6],
+            sgd_batch_sizes=[1, 4], tail_frac=0.3, curve_points=10,
             mlp_classes=[3, 8], mlp_n_train=30, mlp_hidden=4, mlp_label_noise=[0.0, 0.2, 0.4], mlp_lr=0.05,
             mlp_steps=6, mlp_record_every=3, mlp_power_iters=3)
 
@@ -101,7 +102,7 @@ def test_minibatch_gradient_matches_autograd_on_the_batch():
 def test_closed_form_sharpness_is_the_top_eigenvalue_at_the_balanced_minimum(n, d, depth):
     rng = np.random.default_rng(depth + n)
     X = method.make_inputs(n, d, 1.0, rng)
-    y = method.make_labels(X, 1.5, [0.3], rng)[0]
+    y = method.make_labels(X, [1.5], [0.3], rng)[0]
     beta, Q = method.optimum(X, y)
     if n <= d:
         assert Q == pytest.approx(float(y @ np.linalg.solve(X @ X.T, y)), rel=1e-8)
@@ -119,7 +120,7 @@ def test_closed_form_sharpness_is_the_top_eigenvalue_at_the_balanced_minimum(n, 
 def test_small_step_gd_ends_at_the_closed_form_and_stays_balanced():
     rng = np.random.default_rng(7)
     X = method.make_inputs(30, 6, 1.0, rng)
-    y = method.make_labels(X, 1.0, [0.2], rng)[0]
+    y = method.make_labels(X, [1.0], [0.2], rng)[0]
     depths = np.array([2, 4])
     S = np.array([method.predicted_sharpness(X, y, D) for D in depths])
     out = method.train_minimalist(np.stack([X, X]), np.stack([y, y]), depths, 0.3 * 2 / S, np.array([30, 30]),
@@ -136,7 +137,7 @@ def test_small_step_gd_ends_at_the_closed_form_and_stays_balanced():
 def test_sgd_batches_have_the_requested_size_and_divergence_is_contained():
     rng = np.random.default_rng(8)
     X = method.make_inputs(20, 5, 0.0, rng)
-    y = method.make_labels(X, 1.0, [0.1], rng)[0]
+    y = method.make_labels(X, [1.0], [0.1], rng)[0]
     S = method.predicted_sharpness(X, y, 3)
     out = method.train_minimalist(np.stack([X, X, X]), np.stack([y, y, y]), np.array([3, 3, 3]),
                                   np.array([0.1, 0.1, 50.0]) * 2 / S, np.array([1, 4, 20]), steps=200,
@@ -209,12 +210,102 @@ def test_run_seed_is_deterministic_by_seed(digits_path):
     a = method.run_seed(p, 3, digits_path)
     b = method.run_seed(p, 3, digits_path)
     c = method.run_seed(p, 4, digits_path)
+    import pandas as pd
+
     for r in (a, b, c):
         r.pop("timings")
-    assert a == b
-    assert a["runs"] != c["runs"] and a["mlp"] != c["mlp"]
-    groups = [r["group"] for r in a["runs"]]
-    assert groups.count("diff") == 3 and groups.count("depth") == 3 and groups.count("sgd") == 3
+    # frames compare NaN equal to NaN (the linear control has no layer balance)
+    for key in ("runs", "curves", "mlp"):
+        assert pd.DataFrame(a[key]).equals(pd.DataFrame(b[key]))
+    assert a["closed_form_error"] == b["closed_form_error"]
+    assert not pd.DataFrame(a["runs"]).equals(pd.DataFrame(c["runs"])) and a["mlp"] != c["mlp"]
+    groups = [(r["spectrum"], r["group"]) for r in a["runs"]]
+    for spectrum in ("isotropic", "power_law"):
+        assert [groups.count((spectrum, g)) for g in ("eos", "linear", "diff", "depth", "sgd", "gd2")] == [2, 1, 3, 3, 3, 1]
+    # the difficulty and depth sweeps run at the one fixed eta, whatever their closed form
+    fixed = [r for r in a["runs"] if r["group"] in ("diff", "depth")]
+    assert {r["eta"] for r in fixed} == {0.05}
+    assert len({round(r["S_pred"], 6) for r in fixed}) > 3
+    # the relative runs keep eta = r * 2/S*
+    for r in a["runs"]:
+        if r["group"] in ("eos", "sgd", "gd2"):
+            assert r["eta"] == pytest.approx(r["ratio"] * 2 / r["S_pred"])
+
+
+def test_linear_control_has_a_constant_hessian():
+    """The D = 1 control is plain linear regression: its sharpness is lambda_max(X^T X/n) at every step."""
+    rng = np.random.default_rng(5)
+    X = method.make_inputs(20, 5, 0.0, rng)
+    y = method.make_labels(X, [1.0], [0.1], rng)[0]
+    S1 = method.predicted_sharpness(X, y, 1)
+    assert S1 == pytest.approx(np.linalg.eigvalsh(X.T @ X / 20)[-1], rel=1e-10)
+    out = method.train_minimalist(np.stack([X, X]), np.stack([y, y]), np.array([1, 3]), np.array([0.6 * 2 / S1, 0.05]),
+                                  np.array([20, 20]), steps=200, init_norm=0.05, rng=np.random.default_rng(0),
+                                  record_every=10)
+    np.testing.assert_allclose(out["sharpness"][:, 0], S1, rtol=1e-10)
+    assert out["loss"][-1, 0] < out["loss"][0, 0]
+
+
+def test_control_metrics_follow_their_definitions():
+    """Controls in the flow's aggregation: a diverged run above the edge counts as a 100% deviation, the
+    below-edge runs give the EoS control, S0 gives the sweep control, a second GD run the SGD control."""
+    import pandas as pd
+
+    from flows.sharpness_minimalist import flow
+
+    rows = []
+    for seed in (0, 1, 2):
+        for r, diverged in ((0.6, False), (1.2, False), (3.0, seed == 2)):
+            edge = 1.0
+            rows.append({"seed": seed, "group": "eos", "ratio": r, "S_pred": r * edge, "edge": edge, "S0": 0.01,
+                         "terminal": np.nan if diverged else min(r, 1.0), "S_pred_terminal": min(r, 1.0),
+                         "tail_max_rel_dev_edge": np.nan if diverged else abs(min(r, 1.0) - 1.0) + 0.01,
+                         "diverged": diverged})
+        rows.append({"seed": seed, "group": "linear", "ratio": 0.6, "S_pred": 0.5, "edge": 2.0, "S0": 0.5,
+                     "terminal": 0.5, "S_pred_terminal": 0.5, "tail_max_rel_dev_edge": 0.75, "diverged": False})
+    eos = flow._eos_metrics(pd.DataFrame(rows), [0, 1, 2])
+    assert eos["max_rel_dev"]["mean"] == pytest.approx((0.01 + 0.01 + 1.0) / 3)
+    assert eos["below_edge_max_rel_dev"]["mean"] == pytest.approx(0.41)
+    assert eos["min_rise"]["mean"] == pytest.approx(100.0)  # the diverged run is left out of the rise
+    assert eos["linear_rise"]["mean"] == pytest.approx(1.0)
+    assert eos["diverged_above_edge"] == 1 and eos["runs_above_edge"] == 6
+
+    sweep = []
+    for seed in (0, 1, 2):
+        for level, Q in enumerate([1.0, 2.0, 3.0]):
+            sweep.append({"seed": seed, "group": "diff", "level": level, "Q": Q, "terminal": Q, "S_pred": Q,
+                          "S_pred_terminal": Q, "S_linear": 1.0, "S0": 3.0 - Q + 0.1 * seed, "ratio": 0.1,
+                          "diverged": False})
+    sw = flow._sweep_metrics(pd.DataFrame(sweep), "diff", "Q", [0, 1, 2])
+    assert sw["spearman"]["mean"] == pytest.approx(1.0) and sw["spearman_at_init"]["mean"] == pytest.approx(-1.0)
+    assert sw["max_rel_err"]["mean"] == pytest.approx(0.0) and sw["max_rel_err_linear"]["mean"] == pytest.approx(2.0)
+
+    # SGD: the control is a second GD run; a diverged SGD run makes the worst step size undefined (NaN), not skipped
+    p = params_for("sharpness_minimalist", **TINY)
+    sgd = []
+    for seed in (0, 1, 2):
+        for r in (0.6, 1.2):
+            for group, b, terminal in (("sgd", 1, 0.5), ("sgd", 12, 1.0), ("gd2", 12, 1.0 + 0.01 * seed)):
+                diverged = group == "sgd" and b == 1 and r == 1.2 and seed == 0
+                sgd.append({"seed": seed, "group": group, "ratio": r, "batch_size": b, "diverged": diverged,
+                            "terminal": np.nan if diverged else terminal, "final_loss": 0.0, "final_balance": 1.0,
+                            "edge": 1.0, "S_pred": 1.0})
+    out = flow._sgd_metrics(pd.DataFrame(sgd), p)
+    assert out["by_ratio"]["r0.6"]["b1_minus_gd"]["mean"] == pytest.approx(-0.5)
+    assert np.isnan(out["b1_minus_gd_worst"]["mean"])
+    assert out["gd2_minus_gd_worst"]["mean"] == pytest.approx(0.01)
+
+
+def test_claims_pair_the_spectra_with_isotropic_primary():
+    from flows.sharpness_minimalist.flow import PAPER
+
+    ids = {c.id: c for c in PAPER.claims}
+    for base in ("progressive_sharpening", "edge_of_stability_2_over_eta", "difficulty_increases_sharpness",
+                 "difficulty_matches_closed_form", "depth_increases_sharpness", "depth_matches_closed_form",
+                 "sgd_below_gd"):
+        assert ids[base].metric.startswith("isotropic.") and ids[base + "_powerlaw"].metric.startswith("power_law.")
+        assert ids[base].control is not None and ids[base].control.metric.split(".")[0] == "isotropic"
+    assert ids["closed_form_equals_autograd_hessian"].role == "sanity"
 
 
 def test_params_reject_inconsistent_config():
@@ -223,8 +314,10 @@ def test_params_reject_inconsistent_config():
     good = {"seeds": 1, **TINY}
     Params.model_validate(good)
     Params.model_validate({**good, **SMOKE, "n": 40})
-    for bad in ({"depths": [2, 3, 3]}, {"noise_levels": [0.0, 0.1, 0.1]}, {"mlp_classes": [3, 3]},
-                {"depth_main": 5}, {"eos_step_ratios": [0.6, 0.9]}, {"sgd_batch_sizes": [2, 4]},
+    for bad in ({"depths": [2, 3, 3]}, {"mlp_classes": [3, 3]},
+                {"depth_main": 5}, {"eos_step_ratios": [0.6, 0.9]}, {"eos_step_ratios": [1.2, 3.0]},
+                {"level_beta_norms": [1.0, 1.5]}, {"level_beta_norms": [1.0, 1.0, 1.0], "noise_levels": [0.1, 0.1, 0.3]},
+                {"sgd_batch_sizes": [2, 4]},
                 {"sgd_batch_sizes": [1, 12]}):
         with pytest.raises(ValueError):
             Params.model_validate({**good, **bad})

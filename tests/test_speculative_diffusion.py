@@ -107,7 +107,7 @@ def test_speculative_chain_draws_the_ancestral_law(mixture_chain):
                                            draft_fn=draft)
     assert _energy_p(spec2, plain) > 0.01
     assert float(st2.accepted.sum() / st2.proposed.sum()) < 0.95
-    # positive control: the same frozen draft without the rejection step is detectably wrong
+    # negative control of the exactness claims: the same frozen draft without the rejection step is detectably wrong
     naive, _ = method.speculative_sample(chain, eps, x_init, 8, torch_generator(8), verify=False)
     assert _energy_p(naive, plain) < 0.01
 
@@ -171,3 +171,19 @@ def test_params_match_the_toolkit_and_reject_inconsistent_config():
                 {"langevin_targets": ["rosenbrock"]}):
         with pytest.raises(ValueError):
             params_for("speculative_diffusion", **bad)
+
+
+def test_langevin_experiment_runs_the_uncorrected_control_and_the_claims_name_it():
+    from conftest import params_for
+
+    from flows.speculative_diffusion.flow import PAPER
+
+    p = params_for("speculative_diffusion", n_samples=200, langevin_steps=20, n_permutations=19)
+    rows = method.langevin_experiment("gmm4", p, 0)["rows"]
+    drafts = [(r["draft"], r["L"]) for r in rows]
+    assert ("frozen_unverified", p.lookaheads[-1]) in drafts
+    assert [d for d, _ in drafts].count("frozen") == len(p.lookaheads)
+    claims = {c.id: c for c in PAPER.claims}
+    assert claims["langevin_exact"].control.metric == "langevin.unverified_min_pass_fraction"
+    assert claims["exact_samples_mmd"].control.metric == "exactness.unverified_min_pass_fraction"
+    assert all(c.role == "claim" for c in PAPER.claims)

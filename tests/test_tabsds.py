@@ -161,3 +161,54 @@ def test_params_reject_inconsistent_config():
                 {"baselines": ["arf", "arf"]}, {"n_levels": [30, 30]}, {"datasets": ["iris"]}):
         with pytest.raises(ValueError):
             Params.model_validate({**good, **bad})
+
+
+def test_jittered_copy_control_is_the_training_table_with_small_noise():
+    frame, spec = M.load_table("diabetes")
+    out = M.jittered_copies(frame, spec, len(frame), 0, 0.1)
+    assert list(out.columns) == spec["columns"] and len(out) == len(frame)
+    assert M.exact_copy_rate(frame, out, spec) == 0.0                         # no exact copy...
+    enc_f, enc_o = M.encode(frame, spec, frame), M.encode(out, spec, frame)
+    near = np.median(M.distance_to_closest_record(enc_o, enc_f))
+    train, test = M.split_half(frame, 0)
+    held = np.median(M.distance_to_closest_record(M.encode(train, spec, train), M.encode(test, spec, train)))
+    assert near < 0.5 * held                                                  # ...but far closer than real rows
+    for c in spec["cat_cols"]:
+        assert set(out[c]) <= set(frame[c])
+    assert M.CONTROL in M.method_names(params_for("tabsds"))
+
+
+def test_generate_times_a_library_baseline_only_once_it_holds_the_lock():
+    """The clock starts after the global-RNG lock is taken: a wait for another seed's baseline is not counted."""
+    import threading
+    import time
+
+    frame, spec = M.load_table("wine")
+    p = params_for("tabsds")
+    held = threading.Event()
+
+    def hold():
+        with M._GLOBAL_RNG:
+            held.set()
+            time.sleep(1.5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait()
+    started = time.perf_counter()
+    _, seconds = M.generate("gaussian_copula", frame.iloc[:60], spec, 0, p)
+    elapsed = time.perf_counter() - started
+    thread.join()
+    assert elapsed >= 1.4 and seconds < elapsed - 1.0
+
+
+def test_competitive_needs_all_three_axes():
+    from flows.tabsds.flow import _competitive
+
+    values = {("a", "tstr"): 0.90, ("a", "detection_auc"): 0.55, ("a", "dcr_ratio"): 0.30,
+              ("b", "tstr"): 0.90, ("b", "detection_auc"): 0.55, ("b", "dcr_ratio"): 0.95,
+              ("tabddpm", "tstr"): 0.88, ("tabddpm", "detection_auc"): 0.70, ("tabddpm", "dcr_ratio"): 0.97}
+    paired = lambda d, m, other, col: (np.array([values[(m, col)]]), np.array([values[(other, col)]]))
+    a, b = _competitive(paired, ["t1", "t2"], "a"), _competitive(paired, ["t1", "t2"], "b")
+    assert a["fraction_ok_without_dcr"] == 1.0 and a["fraction_ok"] == 0.0     # memoriser: caught by DCR only
+    assert b["fraction_ok"] == 1.0 and b["ok_by_dataset"] == {"t1": 1.0, "t2": 1.0}

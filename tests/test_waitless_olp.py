@@ -160,6 +160,26 @@ def test_lp_price_never_arriving_reduces_waitless_to_first_order():
     assert used.x.tolist() != plain.x.tolist()
 
 
+def test_ablation_without_lp_is_the_first_order_schedule_with_the_price_held():
+    """The negative control: no LP is solved; first-order steps run in the first and last f customers only,
+    so the decisions equal a hand-rolled loop with those steps, and differ from the method with its LPs."""
+    inst = M.make_instance(300, 3, 2)
+    f = M.resolve_frequency(inst.T, 0.5)
+    ablated = M.waitless(inst, f, use_lp=False)
+    assert ablated.n_lp == 0 and ablated.lp_seconds == 0.0
+    step = M.waitless_step_size(f, "official")
+    p, remaining, x = np.zeros(inst.m), inst.b.copy(), np.zeros(inst.T)
+    d = inst.b / inst.T
+    for t in range(inst.T):
+        a = inst.A[t]
+        if inst.r[t] > a @ p and (a <= remaining).all():
+            x[t], remaining = 1.0, remaining - a
+        if t + 1 <= f or t >= inst.T - f:
+            p = np.maximum(p + step(t + 1) * (a * x[t] - d), 0.0)
+    assert ablated.x.tolist() == x.tolist()
+    assert M.waitless(inst, f).x.tolist() != x.tolist()
+
+
 def test_official_step_sizes():
     step = M.waitless_step_size(16, "official")
     assert step(1) == pytest.approx(2 / 2 ** (2 / 3))
@@ -199,7 +219,8 @@ def test_determinism_by_seed():
 def test_run_seed_rows_and_timing_record():
     out = M.run_seed(P, 0)
     policies = {row["policy"] for row in out["rows"]}
-    assert policies == {"first_order", "waitless_sqrtT", "waitless_between_sqrtT", "waitless_T0p67"}
+    assert policies == {"first_order", "waitless_sqrtT", "waitless_between_sqrtT", "waitless_T0p67",
+                        "waitless_nolp_sqrtT"}
     assert all(row["regret"] >= -1e-7 for row in out["rows"])
     timing = M.run_timing(P, 0)
     assert timing["f"] == 8 and timing["lp_every_step"]["n_lp"] == 59 and timing["waitless"]["n_lp"] == 7

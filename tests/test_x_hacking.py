@@ -110,6 +110,38 @@ def test_speedup_summary_on_a_hand_made_case():
     assert by["A"]["ratio"] == pytest.approx(2.0) and not by["C"]["susceptible"]
 
 
+def test_speedup_censored_fraction_counts_searches_where_either_searcher_failed():
+    B = 30
+    spec = {("A", 1): ([10, 31, 31], [5, 10, 31]), ("C", 1): ([31] * 3, [31] * 3)}
+    runs = [{"dataset": d, "rank": r, "seed": s, "searcher": name, "trials_to_success": tts[i]}
+            for (d, r), pair in spec.items() for name, tts in zip(("random", "bo"), pair) for i, s in enumerate(range(3))]
+    out = m.speedup_summary(runs, B, min_success_rate=0.5, n_boot=50, seed=0)
+    assert out["n_susceptible"] == 1                     # C is not susceptible and not counted
+    assert out["censored"] == pytest.approx(2 / 3)       # seeds 1 and 2 of A have a censored searcher
+
+
+def test_speedup_control_keeps_the_startup_and_reverses_the_rest():
+    success = [False, False, True, False, False, False, True, False]   # random sampling's own trials
+    assert m.control_trials_to_success(success, budget=8, startup=4) == 3    # success inside the startup: shared
+    late = [False] * 4 + [True, False, False, False]
+    assert m.trials_to_success(late, 8) == 5
+    assert m.control_trials_to_success(late, budget=8, startup=4) == 8      # trials 5..8 reversed
+    assert m.control_trials_to_success([False] * 8, budget=8, startup=4) == 9
+    runs = [{"dataset": "A", "rank": 1, "seed": 0, "searcher": s, "trials_to_success": 5} for s in ("random", "bo")]
+    trials = [{"dataset": "A", "rank": 1, "seed": 0, "searcher": "random", "trial": i + 1, "success": ok}
+              for i, ok in enumerate(late)]
+    control = m.control_runs(runs, trials, budget=8, startup=4)
+    by = {r["searcher"]: r["trials_to_success"] for r in control}
+    assert by == {"random": 5, "bo": 8} and len(control) == 2
+
+
+def test_spearman_null_quantile_is_what_chance_reaches():
+    x, y = np.arange(9.0), np.arange(9.0)
+    q95 = m.spearman_null_quantile(x, y, q=0.95, n_perm=4000, seed=0)
+    assert 0.45 < q95 < 0.7          # exact null of Spearman at n = 9: P(rho >= 0.6) is about 0.045
+    assert m.spearman_null_quantile(x, y, q=0.5, n_perm=4000, seed=0) == pytest.approx(0.0, abs=0.05)
+
+
 def test_search_is_deterministic_and_same_params_give_same_metrics():
     X, y, _ = m.load_problem("wine", 0, P.synth_n_samples)
     split = m.make_split(X, y, 0, P.test_size, P.val_fraction, P.shap_rows)

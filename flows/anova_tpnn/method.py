@@ -503,6 +503,31 @@ def smallest_side_mass(model: ANOVATPNN, x_train: torch.Tensor) -> float:
     return low
 
 
+@torch.no_grad()
+def centring_error_exact_r(model: ANOVATPNN, x_train: torch.Tensor, n_probe: int, rng: np.random.Generator) -> float:
+    """``centring_error`` of a copy of ``model`` whose constants r are recomputed at its final parameters with
+    the guard eps = 0, in float64: the diagnosis of a failing sum-to-zero check. If this error is small, the
+    failure came from the guard (r = -(sum s0 + eps) / (sum s1 + eps) misses the zero sum by about
+    eps / min(sum s0, sum s1) relative), not from the construction, float32 or the checkpoint."""
+    exact = copy.deepcopy(model).double()
+    exact.eps = 0.0
+    exact.freeze_constants(x_train.double())
+    return centring_error(exact, x_train.double(), n_probe, rng)
+
+
+def linear_control(task: str, z_train: np.ndarray, y_train: np.ndarray, z_test: np.ndarray) -> np.ndarray:
+    """The negative control of the accuracy claims: a model that cannot approximate a smooth non-linear
+    function, least squares (regression) or L2 logistic regression (classification, sklearn defaults) on the
+    quantile-transformed features. Returns its test predictions (n_test,)."""
+    if task == "regression":
+        A = np.column_stack([np.ones(len(z_train)), z_train])
+        coef = np.linalg.lstsq(A, y_train, rcond=None)[0]
+        return np.column_stack([np.ones(len(z_test)), z_test]) @ coef
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=2000).fit(z_train, y_train.astype(int)).decision_function(z_test)
+
+
 def test_score(task: str, pred: np.ndarray, y: np.ndarray, y_scale: float) -> float:
     """RMSE in the target's units (regression) or ROC AUC (classification)."""
     if task == "regression":
@@ -550,11 +575,12 @@ def stability(D: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 def run_dataset(ds: Dataset, p: Params, seed: int, models: Sequence[str]) -> dict[str, Any]:
     """One run of ``models`` on one dataset. The training rows are a bootstrap resample of the pool (rng(seed));
-    the out-of-bag rows are the validation set of the checkpoint. Every neural model trains ``p.epochs`` epochs at
-    ``p.lr``, checked every ``p.eval_every``; ``p.centring_probes`` probes per argument in the sum-to-zero check.
+    the out-of-bag rows are the validation set of the checkpoint. Every neural model trains ``p.epochs`` epochs
+    (``p.synth_epochs`` on the synthetic set) at ``p.lr``, checked every ``p.eval_every``; ``p.centring_probes`` probes per argument in the sum-to-zero check.
     Returns per model: test score, best epoch,
     seconds, and ``components`` (len(eval_rows), C) float64 at the evaluation rows; plus the TPNN
-    sum-to-zero errors (constrained and ablation)."""
+    sum-to-zero errors (constrained and ablation; for ANOVA-TPNN also with exact constants) and the test score
+    of the linear control (``linear_score``)."""
     rng = np.random.default_rng([seed, DATASETS.index(ds.name)])
     boot = ds.pool[rng.integers(0, len(ds.pool), size=len(ds.pool))]
     oob = np.setdiff1d(ds.pool, boot)
@@ -562,8 +588,12 @@ def run_dataset(ds: Dataset, p: Params, seed: int, models: Sequence[str]) -> dic
     x, y = to_t(ds.Z[boot]), to_t(ds.y[boot])
     x_val, y_val = to_t(ds.Z[oob]), to_t(ds.y[oob])
     x_test, x_eval = to_t(ds.Z[ds.test]), to_t(ds.Z[ds.eval_rows])
+    # every model's best checkpoint was the last epoch on the synthetic set at 250 epochs: it gets p.synth_epochs
+    epochs = p.synth_epochs if ds.name == "synthetic" else p.epochs
     out: dict[str, Any] = {"dataset": ds.name, "seed": seed, "n_train": len(boot), "n_val": len(oob),
-                           "models": {}}
+                           "models": {}, "epochs": epochs,
+                           "linear_score": test_score(ds.task, linear_control(ds.task, ds.Z[boot], ds.y[boot],
+                                                                              ds.Z[ds.test]), ds.y[ds.test], ds.y_scale)}
     for k, kind in enumerate(models):
         started = time.perf_counter()
         if kind == "ebm":
@@ -577,7 +607,7 @@ def run_dataset(ds: Dataset, p: Params, seed: int, models: Sequence[str]) -> dic
             info = {"best_epoch": -1}
         else:
             model = build_model(kind, ds.comps, p, x, seed * 1000 + k)
-            info = fit_neural(model, ds.task, x, y, x_val, y_val, p.epochs, p.lr, p.eval_every)
+            info = fit_neural(model, ds.task, x, y, x_val, y_val, epochs, p.lr, p.eval_every)
             with torch.no_grad():
                 pred = model(x_test).numpy().astype(float)
                 comps = model.components(x_eval).numpy().astype(float)
@@ -586,6 +616,8 @@ def run_dataset(ds: Dataset, p: Params, seed: int, models: Sequence[str]) -> dic
                 info["centring_error_vs_prediction"] = centring_error(
                     model, x, p.centring_probes, np.random.default_rng([seed, 7]), relative_to="prediction")
                 info["smallest_side_mass"] = smallest_side_mass(model, x)
+                info["centring_error_exact_r"] = centring_error_exact_r(model, x, p.centring_probes,
+                                                                        np.random.default_rng([seed, 7]))
         row = {"score": test_score(ds.task, pred, ds.y[ds.test], ds.y_scale),
                "seconds": time.perf_counter() - started, "components": comps, **info}
         if ds.truth is not None:

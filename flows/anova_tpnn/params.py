@@ -27,6 +27,7 @@ class Params(PaperParams):
     n_basis: int = Field(ge=1, description="K, basis functions per component (paper: 10)")
     id_eps: float = Field(ge=0, description="guard in the sum-to-zero constant (official: 1e-3)")
     epochs: int = Field(ge=1, description="full-batch Adam epochs of every neural model")
+    synth_epochs: int = Field(ge=1, description="epochs on the synthetic set (there every best checkpoint was the last)")
     lr: float = Field(gt=0, description="Adam learning rate (official notebook: 0.01)")
     eval_every: int = Field(ge=1, description="validation check / checkpoint every this many epochs")
     nam_hidden: list[Annotated[int, Field(ge=1)]] = Field(min_length=1, description="NA2M MLP widths")
@@ -50,5 +51,5 @@ class Params(PaperParams):
         return self
 
 
-SMOKE = {"seeds": 2, "datasets": ["synthetic"], "synth_n": 300, "eval_rows": 150, "epochs": 20, "eval_every": 10,
+SMOKE = {"seeds": 2, "datasets": ["synthetic"], "synth_n": 300, "eval_rows": 150, "epochs": 20, "synth_epochs": 20, "eval_every": 10,
          "ebm_runs": 1, "ebm_interactions": 2, "centring_probes": 4, "n_boot": 200}

@@ -47,7 +47,8 @@ from flows.blae_bandit.params import Params
 
 BATCHED_METHODS = ("blae", "e4", "phased_elim", "rs_oful")
 SEQUENTIAL_METHODS = ("linucb",)
-METHODS = BATCHED_METHODS + SEQUENTIAL_METHODS
+CONTROL_METHODS = ("blae_no_elim",)      # the negative control: BLAE's designs and batches, no arm ever eliminated
+METHODS = BATCHED_METHODS + SEQUENTIAL_METHODS + CONTROL_METHODS   # appended last: the streams' ids stay
 METHOD_ID = {name: i for i, name in enumerate(METHODS)}
 
 
@@ -277,8 +278,10 @@ def ridge_from_counts(X: np.ndarray, counts: np.ndarray, reward_sums: np.ndarray
 # BLAE
 # --------------------------------------------------------------------------------------------
 def blae(X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, *, sigma: float = 1.0,
-         lam: float = 1.0, S: float = 1.0, fw_tol: float = 1e-3) -> Ledger:
-    """BLAE on arms ``X`` (K, d) with parameter ``theta`` (d,) over T rounds (see the module doc)."""
+         lam: float = 1.0, S: float = 1.0, fw_tol: float = 1e-3, eliminate: bool = True) -> Ledger:
+    """BLAE on arms ``X`` (K, d) with parameter ``theta`` (d,) over T rounds (see the module doc).
+    ``eliminate=False`` is the ablation used as a negative control: the same batch grid and regularized
+    designs, but every arm stays active, so the run explores to T (pure exploration)."""
     K, d = X.shape
     led = Ledger(X, theta, T, sigma, rng)
     grid = batch_grid(T)
@@ -300,6 +303,8 @@ def blae(X: np.ndarray, theta: np.ndarray, T: int, rng: np.random.Generator, *, 
         sums = led.pull(active, counts)
         if l == L or led.remaining <= 0:
             break
+        if not eliminate:                                             # the ablation: no arm is ever dropped
+            continue
         theta_l, Vinv = ridge_from_counts(X[active], counts, sums, lam)   # this batch's data only
         width = math.sqrt(float(np.max(np.einsum("kd,de,ke->k", X[active], Vinv, X[active]))))
         eps = beta * width
@@ -642,8 +647,9 @@ def run_method(name: str, X: np.ndarray, theta: np.ndarray, T: int, rng: np.rand
     Reads ``p.sigma``, ``p.ridge_lambda``, ``p.fw_tol``, ``p.e4_gamma`` and ``p.rs_oful_C``."""
     sigma, lam, tol = p.sigma, p.ridge_lambda, p.fw_tol
     started = time.perf_counter()
-    if name == "blae":
-        led = blae(X, theta, T, rng, sigma=sigma, lam=lam, S=float(np.linalg.norm(theta)), fw_tol=tol)
+    if name in ("blae", "blae_no_elim"):
+        led = blae(X, theta, T, rng, sigma=sigma, lam=lam, S=float(np.linalg.norm(theta)), fw_tol=tol,
+                   eliminate=name == "blae")
     elif name == "e4":
         led = e4(X, theta, T, rng, sigma=sigma, lam=lam, gamma=p.e4_gamma, fw_tol=tol)
     elif name == "phased_elim":
@@ -659,10 +665,15 @@ def run_seed(p: Params, seed: int) -> dict:
     """Every batched method on every instance (:func:`instances`) and horizon ``p.horizons`` for one seed
     (the methods read ``p`` through :func:`run_method`).
 
+    Besides the batched methods, the control ``blae_no_elim`` runs beside them, and E4 runs a second time
+    (same stream, so the same pulls) just before BLAE, for its wall-clock only: an A/A timing control that
+    tells whether a time ratio below 1 can come from the order or the contention of the runs.
+
     Returns {"seed", "rows": [{instance, K, d, T, method, regret, batches, arms_left (-1: not an
     elimination method), chernoff_stop (E4), seconds}],
-    "curves": [{instance, T, method, t, regret}] (batch ends, largest T only), "arms": [...]}."""
-    rows, curves, arms = [], [], []
+    "curves": [{instance, T, method, t, regret}] (batch ends, largest T only), "arms": [...],
+    "e4_rerun": [{instance, T, seconds}]}."""
+    rows, curves, arms, rerun = [], [], [], []
     T_max = max(p.horizons)
     for name, inst_id in instances(p):
         X, theta = make_instance(p, name, inst_id, seed)
@@ -670,7 +681,9 @@ def run_seed(p: Params, seed: int) -> dict:
         arms += [{"seed": seed, "instance": name, "arm": k, **{f"x{j}": float(X[k, j]) for j in range(d)}}
                  for k in range(K)]
         for T in p.horizons:
-            for method_name in BATCHED_METHODS:
+            again = run_method("e4", X, theta, T, np.random.default_rng([seed, inst_id, T, METHOD_ID["e4"]]), p)
+            rerun.append({"instance": name, "T": T, "seconds": again["seconds"]})
+            for method_name in BATCHED_METHODS + CONTROL_METHODS:
                 rng = np.random.default_rng([seed, inst_id, T, METHOD_ID[method_name]])
                 res = run_method(method_name, X, theta, T, rng, p)
                 rows.append({"seed": seed, "instance": name, "K": K, "d": d, "T": T, "method": method_name,
@@ -680,7 +693,7 @@ def run_seed(p: Params, seed: int) -> dict:
                 if T == T_max:
                     curves += [{"seed": seed, "instance": name, "T": T, "method": method_name, "t": int(t),
                                 "regret": float(r)} for t, r in res["curve"]]
-    return {"seed": seed, "rows": rows, "curves": curves, "arms": arms}
+    return {"seed": seed, "rows": rows, "curves": curves, "arms": arms, "e4_rerun": rerun}
 
 
 def run_linucb(p: Params, seeds: list[int]) -> dict:

@@ -461,6 +461,21 @@ def predict(act: str, n: int, p: int, width: int, depth: int, classes: int, snr:
             "zeta": 0.0 if hit is None else zeta0 * hit[1]}
 
 
+def population_outlier(act: str, n: int, depth: int, classes: int, snr: float, kernel: str) -> float:
+    """The outlier of ``kernel`` without random-matrix corrections, as if n/p and n/d were 0 (population
+    kernels): input spike s0 (1 + snr), each layer b^2 lambda + 1 - b^2 (the population of a layer is
+    b^2 CK_(l-1) + (1 - b^2) I), the NTK the same first-order combination of those. Its eigenvectors would
+    be the class contrasts themselves (zeta = 1). The negative control of the position and alignment claims:
+    a tolerance that this naive limit also meets cannot tell the random-matrix limit from no theory."""
+    coeffs, shift = kernel_coefficients(kernel, act, depth)
+    b2 = gaussian_moments(act)["b2"]
+    lam = noise_scale(snr, n, classes) * (1.0 + snr)
+    layers = [lam]
+    for _ in range(len(coeffs) - 1):
+        layers.append(b2 * layers[-1] + 1.0 - b2)
+    return float(shift + np.dot(coeffs, layers))
+
+
 def transition_snr(act: str, n: int, p: int, width: int, depth: int, classes: int, kernel: str) -> float:
     """The smallest snr whose input outlier survives to an outlier of ``kernel`` (its phase
     transition): solve s0(snr) lambda_0(snr) = critical input outlier, s0 refreshed twice."""

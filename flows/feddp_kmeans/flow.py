@@ -12,13 +12,15 @@ from threadpoolctl import threadpool_limits
 from flows.feddp_kmeans import method
 from flows.feddp_kmeans.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.paper import over_seeds, paper_flow, start_task
 
 BASELINES = ("sphere", "serverpp")
 SAVED_CLIENTS = 10      # Gaussian-mixture clients written to data/ (the rest regenerates from the seed)
 LABEL = {"feddp": "FedDP-KMeans", "sphere": "SpherePacking + DP-Lloyds", "serverpp": "Server k-means++ + DP-Lloyds",
-         "kfed": "k-FED (non-private)", "oracle": "Lloyd's k-means++ on pooled data (non-private)"}
+         "kfed": "k-FED (non-private)", "oracle": "Lloyd's k-means++ on pooled data (non-private)",
+         "global_mean": "all k centres at the pooled mean (trivial)"}
+TRIVIAL = "all k centres at the pooled global mean (trivial solution)"
 WHERE = "on the Gaussian mixture (official GaussianMixtureUniform config, per-step eps = 1, delta = 1e-6)"
 
 
@@ -30,8 +32,13 @@ def _beats(baseline: str, budget: str, how: str) -> Claim:
               f"initialization -- mean k-means cost(FedDP-KMeans) / mean cost({LABEL[baseline]}) < 1 {WHERE}; "
               f"{how}; the baseline at its better T of the run's Lloyd step counts"),
         source="abstract; plan claim 1 (direction)", metric=f"gaussian.ratio.{baseline}_{budget}.ratio",
-        comparison="<", threshold=1.0, kind="direction",
-        interval=(f"gaussian.ratio.{baseline}_{budget}.ci_low", f"gaussian.ratio.{baseline}_{budget}.ci_high"))
+        comparison="<", threshold=1.0, kind="direction", role="claim",
+        interval=(f"gaussian.ratio.{baseline}_{budget}.ci_low", f"gaussian.ratio.{baseline}_{budget}.ci_high"),
+        # if the trivial solution also costs less than the baseline, beating it says nothing about the init
+        control=Control(name=f"{TRIVIAL} / {LABEL[baseline]}",
+                        metric=f"gaussian.control.global_mean_over_{baseline}_{budget}.ratio",
+                        interval=(f"gaussian.control.global_mean_over_{baseline}_{budget}.ci_low",
+                                  f"gaussian.control.global_mean_over_{baseline}_{budget}.ci_high")))
 
 
 PAPER = Paper(
@@ -51,19 +58,28 @@ PAPER = Paper(
                     "that achieves excellent results: mean cost(FedDP-KMeans) / mean cost(non-private Lloyd's with "
                     f"k-means++ on the pooled data) <= 1.2 {WHERE}"),
               source="abstract; plan claim 2 (magnitude)", metric="gaussian.ratio.oracle.ratio", comparison="<=",
-              threshold=1.2, kind="magnitude", interval=("gaussian.ratio.oracle.ci_low", "gaussian.ratio.oracle.ci_high")),
+              threshold=1.2, kind="magnitude", role="claim",
+              interval=("gaussian.ratio.oracle.ci_low", "gaussian.ratio.oracle.ci_high"),
+              control=Control(name=f"{TRIVIAL} / oracle", metric="gaussian.control.global_mean_over_oracle.ratio",
+                              interval=("gaussian.control.global_mean_over_oracle.ci_low",
+                                        "gaussian.control.global_mean_over_oracle.ci_high"))),
         Claim(id="cluster_identification",
               text=("We also provide a theoretical analysis of our method that provides bounds on ... cluster "
                     f"identification success: Hungarian-matched accuracy of FedDP-KMeans >= 0.9 {WHERE}"),
               source="abstract; plan claim 3 (magnitude)", metric="gaussian.accuracy.feddp.mean", comparison=">=",
-              threshold=0.9, kind="magnitude",
-              interval=("gaussian.accuracy.feddp.ci_low", "gaussian.accuracy.feddp.ci_high")),
+              threshold=0.9, kind="magnitude", role="claim",
+              interval=("gaussian.accuracy.feddp.ci_low", "gaussian.accuracy.feddp.ci_high"),
+              # the trivial solution scores ~1/k here; the strongest DP baseline is the control with bite
+              control=Control(name="the most accurate DP baseline (any init, T and budget of the run)",
+                              metric="gaussian.control.best_baseline_accuracy.mean",
+                              interval=("gaussian.control.best_baseline_accuracy.ci_low",
+                                        "gaussian.control.best_baseline_accuracy.ci_high"))),
         Claim(id="federated_equals_centralised",
               text=("fully-federated: with the noise off, the federated Lloyd step (per-client sums and counts, "
-                    "aggregated) equals scikit-learn's centralised Lloyd step on the pooled data (max abs difference "
-                    "of the centres < 1e-9)"),
+                    "aggregated) equals a centralised Lloyd step on the pooled data (scipy's kmeans2, iter = 1; an empty "
+                    "cluster keeps its centre; max abs difference of the centres < 1e-9)"),
               source="abstract (fully-federated); plan unit test", metric="equivalence.max_abs_diff",
-              comparison="<", threshold=1e-9, kind="exact", by_construction=True),
+              comparison="<", threshold=1e-9, kind="exact", role="sanity"),
     ),
     limitations=(
         "Data-point-level privacy only (the paper's cross-silo setting); the client-level mode, the StackOverflow "
@@ -89,23 +105,31 @@ def _dataset_metrics(rows: pd.DataFrame, ds: str, steps: list[int]) -> dict:
     feddp = _sample(rows, ds, "feddp", T0, "per_step", "cost")
     oracle = _sample(rows, ds, "oracle", 0, "non_private", "cost")
     kfed = _sample(rows, ds, "kfed", 0, "non_private", "cost")
+    trivial = _sample(rows, ds, "global_mean", 0, "non_private", "cost")
     out: dict = {"headline_T": T0, "ratio": {"oracle": stats.ratio_of_means(feddp, oracle),
                                             "kfed": stats.ratio_of_means(feddp, kfed)},
                  "kfed_over_oracle": stats.ratio_of_means(kfed, oracle),
-                 "best_T": {}, "cost_per_point": {}, "accuracy": {}, "accuracy_majority": {}, "eps_prv": {}}
+                 "best_T": {}, "cost_per_point": {}, "accuracy": {}, "accuracy_majority": {}, "eps_prv": {},
+                 "control": {"global_mean_over_oracle": stats.ratio_of_means(trivial, oracle)}}
     for b in BASELINES:
         for budget in ("config", "matched"):
             label = "lloyd_only" if budget == "config" else "matched"
             means = {T: _sample(rows, ds, b, T, label, "cost").mean() for T in steps}
             best = min(means, key=means.get)
             out["best_T"][f"{b}_{budget}"] = int(best)
-            out["ratio"][f"{b}_{budget}"] = {**stats.ratio_of_means(feddp, _sample(rows, ds, b, best, label, "cost")),
-                                             "baseline_T": int(best)}
+            base_cost = _sample(rows, ds, b, best, label, "cost")
+            out["ratio"][f"{b}_{budget}"] = {**stats.ratio_of_means(feddp, base_cost), "baseline_T": int(best)}
+            out["control"][f"global_mean_over_{b}_{budget}"] = stats.ratio_of_means(trivial, base_cost)
+    # the accuracy claim's control: the most accurate DP baseline over every init, T and budget of the run
+    accuracies = {f"{b}_T{T}_{lab}": _sample(rows, ds, b, T, lab, "accuracy")
+                  for b in BASELINES for T in steps for lab in ("lloyd_only", "matched")}
+    best_name = max(accuracies, key=lambda n: accuracies[n].mean())
+    out["control"]["best_baseline_accuracy"] = stats.summarize(accuracies[best_name])
     keys = [("feddp", T, "per_step") for T in steps] + [(b, T, lab) for b in BASELINES for T in steps
                                                         for lab in ("lloyd_only", "matched")]
-    keys += [("kfed", 0, "non_private"), ("oracle", 0, "non_private")]
+    keys += [("kfed", 0, "non_private"), ("oracle", 0, "non_private"), ("global_mean", 0, "non_private")]
     for m, T, lab in keys:
-        name = m if (m in ("kfed", "oracle") or (m == "feddp" and T == T0)) else f"{m}_T{T}_{lab}"
+        name = m if (m in ("kfed", "oracle", "global_mean") or (m == "feddp" and T == T0)) else f"{m}_T{T}_{lab}"
         if m == "feddp" and T != T0:
             name = f"feddp_T{T}"
         out["cost_per_point"][name] = stats.summarize(_sample(rows, ds, m, T, lab, "cost_per_point"))
@@ -238,6 +262,8 @@ def _notes(params: Params, metrics: dict) -> str:
     cp = g["cost_per_point"]
     lines = ", ".join(f"{name} {v['mean']:.3f}" for name, v in cp.items())
     acc = ", ".join(f"{name} {v['mean']:.3f}" for name, v in g["accuracy"].items())
+    c = g["control"]
+    best_baseline = max((n for n in g["accuracy"] if n.startswith(BASELINES)), key=lambda n: g["accuracy"][n]["mean"])
     digits = ""
     if "digits" in metrics:
         d = metrics["digits"]
@@ -276,7 +302,24 @@ def _notes(params: Params, metrics: dict) -> str:
         f"{g['init']['ood_server_points_kept_mean']:.0f} of them out-of-distribution. Baselines at their better T: "
         + "; ".join(f"{k} (T = {v['baseline_T']}): FedDP / baseline {v['ratio']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
                     for k, v in r.items() if k not in ("oracle", "kfed"))
-        + ". The oracle is a single k-means++ run (scikit-learn's n_init='auto'), so it can stop in a local optimum "
+        + ". **Negative controls.** The trivial solution (all k centres at the pooled mean) costs "
+        f"{c['global_mean_over_oracle']['ratio']:.3f} [{c['global_mean_over_oracle']['ci_low']:.3f}, "
+        f"{c['global_mean_over_oracle']['ci_high']:.3f}] x the oracle: in d = {params.dim} with variance "
+        f"{params.variance} most of the cost is within-cluster noise, so a cost ratio within 1.2 of the oracle does "
+        "not need any clustering, and the cost claim has no power at this config. Trivial / baseline cost: "
+        + ", ".join(f"{k.removeprefix('global_mean_over_')} {v['ratio']:.3f}" for k, v in c.items()
+                    if k.startswith("global_mean_over_") and k != "global_mean_over_oracle")
+        + f". The most accurate DP baseline ({best_baseline}) reaches accuracy {c['best_baseline_accuracy']['mean']:.3f} "
+        f"[{c['best_baseline_accuracy']['ci_low']:.3f}, {c['best_baseline_accuracy']['ci_high']:.3f}], the "
+        "control of the accuracy claim; accuracy is the metric that separates the methods. "
+        "**Federated = centralised (sanity).** The noise-off federated Lloyd step used to send an empty "
+        "cluster's centre to the origin (its zero sum divided by the count floored at 1), while scikit-learn's "
+        "reference moves it to the farthest point: the check failed on the seeds where a cluster emptied (7 of "
+        "seeds 0-299 with the old code, e.g. seed 108: 2.19; the seed-robustness run reported 2.33). Now an exactly-zero released count keeps the previous "
+        "centre (Lloyd's rule; only a noise-free count can be exactly 0, so the DP runs are unchanged), the "
+        "reference is scipy's kmeans2 (the same rule), and one starting centre is put far from the data so that "
+        "every seed exercises the rule. "
+        "The oracle is a single k-means++ run (scikit-learn's n_init='auto'), so it can stop in a local optimum "
         "and FedDP can beat it (ratio < 1). The baselines' T is chosen from the run's `lloyd_steps` only (the plan's "
         "T in {1, 5}); the sphere-packing baseline improves from T = 1 to T = 5, so with more rounds (the official "
         "argument default is 15) and the matched budget it may close the remaining gap -- not checked here. The "

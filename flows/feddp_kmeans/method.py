@@ -38,6 +38,7 @@ Baselines: data-independent sphere-packing init (Su et al. 2017, the official ``
 server-only k-means++ init (official ``ServerKMeans++``), both followed by the same FedDP-Lloyds;
 k-FED (Dennis et al. 2021; one-shot, non-private, local Awasthi-Sheffet clustering); and the
 non-private oracle: Lloyd's with k-means++ (scikit-learn ``KMeans``) on the pooled client data.
+The negative control of the claims is the trivial solution: all k centres at the pooled mean.
 
 Randomness only through ``np.random.default_rng`` streams keyed by (seed, dataset, method), so a seed's
 results do not depend on what else runs; scikit-learn gets integer ``random_state`` drawn from them.
@@ -63,7 +64,7 @@ from tasks.data import save_parquet
 
 DATASETS = ("gaussian", "digits")
 DATASET_ID = {name: i for i, name in enumerate(DATASETS)}
-METHOD_ID = {"data": 0, "feddp": 1, "sphere": 2, "serverpp": 3, "kfed": 4, "oracle": 5}
+METHOD_ID = {"data": 0, "feddp": 1, "sphere": 2, "serverpp": 3, "kfed": 4, "oracle": 5}   # rng streams
 
 
 # =============================================================================================
@@ -363,15 +364,25 @@ def client_sums_counts(X: np.ndarray, assign: np.ndarray, k: int) -> tuple[np.nd
 
 
 def noisy_centres(sums: np.ndarray, counts: np.ndarray, sum_sigma: float, count_b: float,
-                  rng: np.random.Generator) -> np.ndarray:
+                  rng: np.random.Generator, previous: np.ndarray | None = None) -> np.ndarray:
     """Server side of a DP centre update: (sums + N(0, sum_sigma^2)) / max(counts + Lap(count_b), 1),
     shapes (k, d) and (k,) -> (k, d). The floor at 1 is post-processing (the official code only
-    replaces exact zeros by 1)."""
+    replaces exact zeros by 1).
+
+    A cluster whose released count is exactly 0 keeps its ``previous`` centre (Lloyd's rule for an
+    empty cluster, as scipy's ``kmeans2``). Only a noise-free count can be exactly 0 (Laplace noise is
+    0 with probability 0), so the DP runs are unchanged; without this rule an empty cluster's centre
+    went to 0 / 1 = the origin, and the noise-off federated step left Lloyd's algorithm whenever a
+    cluster emptied (the seed-dependent failure of the federated = centralised check)."""
     if sum_sigma > 0:
         sums = sums + rng.normal(0.0, sum_sigma, size=sums.shape)
     if count_b > 0:
         counts = counts + rng.laplace(0.0, count_b, size=counts.shape)
-    return sums / np.maximum(counts, 1.0)[:, None]
+    centres = sums / np.maximum(counts, 1.0)[:, None]
+    if previous is not None:
+        empty = counts == 0
+        centres[empty] = previous[empty]
+    return centres
 
 
 def fed_lloyd_step(clients: list[np.ndarray], centres: np.ndarray, sum_sigma: float, count_b: float,
@@ -384,7 +395,7 @@ def fed_lloyd_step(clients: list[np.ndarray], centres: np.ndarray, sum_sigma: fl
         s, c = client_sums_counts(X, nearest(X, centres), k)
         sums += s
         counts += c
-    return noisy_centres(sums, counts, sum_sigma, count_b, rng)
+    return noisy_centres(sums, counts, sum_sigma, count_b, rng, previous=centres)
 
 
 def fed_dp_lloyds(clients: list[np.ndarray], centres: np.ndarray, T: int, sum_sigma: float, count_b: float,
@@ -640,21 +651,33 @@ def run_dataset(p: Params, dataset: str, seed: int, data: FedData | None = None)
     centres = oracle_kmeans(pooled, k, stream("oracle"))
     rows.append({**base, "method": "oracle", "T": 0, "budget": "non_private", **evaluate(data, centres, pooled, sq),
                  "eps_prv": math.inf, "eps_basic": math.inf, "delta_basic": 0.0})
+    # negative control: the trivial solution, all k centres at the pooled mean (no clustering at all)
+    centres = np.repeat(pooled.mean(axis=0, keepdims=True), k, axis=0)
+    rows.append({**base, "method": "global_mean", "T": 0, "budget": "non_private",
+                 **evaluate(data, centres, pooled, sq), "eps_prv": math.inf, "eps_basic": math.inf, "delta_basic": 0.0})
     return rows
 
 
 def equivalence_check(k: int, seed: int) -> float:
     """Max |federated Lloyd step (noise off) - centralised Lloyd step on the pooled data| over a few
-    steps on a small Gaussian-mixture instance with ``k`` components; the centralised step is
-    scikit-learn's ``KMeans`` with ``max_iter=1`` from the same centres."""
+    steps on a small Gaussian-mixture instance with ``k`` components; the centralised step is scipy's
+    ``kmeans2`` with ``iter=1`` from the same centres. (scikit-learn's ``KMeans`` is no reference here:
+    it moves an empty cluster's centre to the point farthest from its centre, taking that point from
+    another cluster, which no federated step does.) The last starting centre is put far from the data,
+    so that every seed exercises the empty-cluster rule."""
+    from scipy.cluster.vq import kmeans2
+    import warnings
+
     rng = np.random.default_rng([seed, 99])
     data = make_gaussian_mixture(k, 8, 0.5, 7, 60, 2, 3, 0, rng)
     centres = data.server[:k].copy()
+    centres[-1] = 100.0                                             # no point is nearest to it: empty
     worst = 0.0
     for _ in range(3):
         fed = fed_lloyd_step(data.clients, centres, 0.0, 0.0, rng)
-        central = KMeans(n_clusters=k, init=centres, n_init=1, max_iter=1, algorithm="lloyd").fit(
-            data.pooled).cluster_centers_
+        with warnings.catch_warnings():                             # kmeans2 warns on an empty cluster
+            warnings.simplefilter("ignore")
+            central, _ = kmeans2(data.pooled, centres, iter=1, minit="matrix", missing="warn")
         worst = max(worst, float(np.max(np.abs(fed - central))))
         centres = fed
     return worst

@@ -504,6 +504,28 @@ def evaluate(agent, env_name: str, features, n_episodes: int, rng: np.random.Gen
     return returns
 
 
+class UniformRandomAgent:
+    """The negative control of the flow's gym-env claims: ignores its input; its "logits" are i.i.d.
+    normal, so the greedy (argmax) action of :func:`evaluate` is uniformly random."""
+
+    kind = "random"
+
+    def __init__(self, n_actions: int, rng: np.random.Generator):
+        self.n_actions, self.rng = n_actions, rng
+
+    def forward(self, x: np.ndarray, requires_grad: bool = False):
+        return torch.from_numpy(self.rng.standard_normal((len(x), self.n_actions))), torch.zeros(len(x))
+
+
+def random_policy_return(p: Params, env_name: str, seed: int) -> float:
+    """Mean return of the uniform random policy on the same ``p.eval_episodes`` evaluation episodes (same
+    env seeds) as the agents trained by :func:`run_one` for ``seed``; gym environments only."""
+    eval_rng = np.random.default_rng([seed, ENV_STREAM[env_name], 3])   # as in _run_one
+    n_actions = int(gym.make(ENV_IDS[env_name], disable_env_checker=True).action_space.n)
+    agent = UniformRandomAgent(n_actions, np.random.default_rng([seed, ENV_STREAM[env_name], 4]))
+    return float(evaluate(agent, env_name, lambda raw: raw, p.eval_episodes, eval_rng).mean())
+
+
 # ----------------------------------------------------------------------------------------------
 # 4. One run: (environment, algorithm, seed) -> results
 # ----------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pandas as pd
 from flows.lapsum import method
 from flows.lapsum.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.data import save_bundled
 from tasks.paper import over_seeds, paper_flow, run_task
 
@@ -27,33 +27,56 @@ PAPER = Paper(
               text="an efficient closed-form formula for the inverse of the function LapSum: "
                    "the soft top-k memberships sum to k exactly (|sum p - k| < 1e-8 in float64)",
               source="abstract; plan claim 1", metric="correctness.max_abs_sum_error",
-              comparison="<", threshold=1e-8, kind="exact"),
+              comparison="<", threshold=1e-8, kind="exact", role="sanity"),
         Claim(id="gradient_matches_finite_differences",
               text="losses and gradients ... computed in closed form: relative error of the closed-form "
                    "backward (d/dr, d/dk, d/dalpha) vs central finite differences < 1e-4",
               source="abstract; plan claim 1", metric="correctness.grad_rel_error_fd",
-              comparison="<", threshold=1e-4, kind="exact"),
+              comparison="<", threshold=1e-4, kind="exact", role="sanity"),
+        Claim(id="hard_limit_integer_gaps",
+              text="at alpha = 1e-3 on integer scores (gaps of 1 = 1000 alpha), L1(p, hard top-k) < 1e-2: automatic "
+                   "for any Laplace relaxation; kept as a check of the log-space solve, which the plain closed form "
+                   "fails there (b = +-inf)",
+              source="plan claim 1; official notebook's underflow [ours]", metric="correctness.l1_to_hard_at_alpha_hard",
+              comparison="<", threshold=1e-2, kind="exact", role="sanity"),
         Claim(id="hard_limit",
-              text="soft top-k selection: at alpha = 1e-3 on distinct values, L1(p, hard top-k) < 1e-2",
-              source="plan claim 1", metric="correctness.l1_to_hard_at_alpha_hard",
-              comparison="<", threshold=1e-2, kind="exact"),
+              text="soft top-k selection: at alpha = 1e-3 on distinct values (N(0,1) scores, n = correctness_n, "
+                   "k = n/10), L1(p, hard top-k) < 1e-2 (mean over rows)",
+              source="plan claim 1", metric="correctness.l1_to_hard_normal.mean",
+              comparison="<", threshold=1e-2, kind="exact", role="claim",
+              per_seed="correctness.l1_to_hard_normal.per_seed",
+              control=Control(name="softmax relaxation k softmax(r / alpha) at the same alpha and scores",
+                              metric="correctness.l1_softmax_to_hard_normal.mean")),
         Claim(id="n_log_n_scaling",
               text="losses and gradients to be computed in O(n log n) time: forward+backward CPU "
                    "time(10 n) / time(n) <= 15 at the largest decade (1e5 -> 1e6 by default)",
               source="abstract; plan claim 2", metric="timings.lapsum_time_ratio_top_decade",
-              comparison="<=", threshold=15.0, kind="magnitude"),
+              comparison="<=", threshold=15.0, kind="magnitude", role="claim",
+              no_interval_reason="one CPU-time measurement per point (the minimum over scaling_reps calls), taken "
+                                 "once before the seeds; thread CPU time does not depend on the seed",
+              control=Control(name="SoftSort (O(nk) = O(n^2) at k = n/10) at its own largest decade",
+                              metric="timings.control_softsort_time_ratio_top_decade")),
         Claim(id="faster_than_baselines",
               text="low computational and memory complexity: LapSum forward+backward (CPU time) is faster "
                    "than NeuralSort, SoftSort and Sinkhorn top-k at n = 1e4 (min speed-up > 1)",
               source="abstract; plan claim 2", metric="timings.min_speedup_at_n_compare",
-              comparison=">", threshold=1.0, kind="direction"),
+              comparison=">", threshold=1.0, kind="direction", role="claim",
+              no_interval_reason="one CPU-time measurement per method (the minimum over scaling_reps calls), taken "
+                                 "once before the seeds",
+              control=Control(name="SoftSort in place of LapSum (min speed-up over Sinkhorn and NeuralSort)",
+                              metric="timings.control_softsort_min_speedup_at_n_compare")),
         Claim(id="large_k_noninferior",
               text="outperforms state-of-the-art techniques for high-dimensional vectors and large k "
-                   "values: learn-to-select precision@k at k = 1000 >= best baseline - 0.01",
-              source="abstract; plan claim 3", metric="select.large_k.diff_vs_best_baseline.mean",
-              comparison=">=", threshold=-0.01, kind="direction",
-              interval=("select.large_k.diff_vs_best_baseline.ci_low",
-                        "select.large_k.diff_vs_best_baseline.ci_high")),
+                   "values: learn-to-select precision@k at k = 1000 >= best baseline - 0.01, at an equal CPU "
+                   "budget per method (the plan's equal-budget protocol)",
+              source="abstract; plan claim 3", metric="timings.select_budget.diff_vs_best_baseline.mean",
+              comparison=">=", threshold=-0.01, kind="direction", role="claim",
+              interval=("timings.select_budget.diff_vs_best_baseline.ci_low",
+                        "timings.select_budget.diff_vs_best_baseline.ci_high"),
+              control=Control(name="LapSum with a quarter of the budget",
+                              metric="timings.select_budget.control_diff_vs_best_baseline.mean",
+                              interval=("timings.select_budget.control_diff_vs_best_baseline.ci_low",
+                                        "timings.select_budget.control_diff_vs_best_baseline.ci_high"))),
     ),
     limitations=(
         "Pure-PyTorch CPU implementation on a 2-core machine: the paper's C++/CUDA kernels, its GPU "
@@ -106,6 +129,10 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
         "grad_rel_error_fd_k", "grad_rel_error_fd_alpha", "grad_rel_error_vs_bisection_autograd",
         "rank_max_abs_error_vs_naive")}
     correctness["l1_to_hard_at_alpha_hard"] = float(max(c["l1_to_hard_alpha_1e-3"] for c in cor))
+    for key, name in (("l1_to_hard_normal_at_alpha_hard", "l1_to_hard_normal"),
+                      ("l1_softmax_to_hard_normal_at_alpha_hard", "l1_softmax_to_hard_normal")):
+        values = [float(c[key]) for c in cor]
+        correctness[name] = {"mean": float(sum(values) / len(values)), "per_seed": values}
     sweep = pd.DataFrame([row for c in cor for row in c["alpha_sweep_normal_scores"]]).groupby(
         "alpha", as_index=False)["l1_to_hard"].mean()
     correctness["alpha_sweep_l1_normal_scores"] = {f"alpha_{a:.0e}": float(v) for a, v in zip(sweep["alpha"], sweep["l1_to_hard"])}
@@ -129,6 +156,14 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
         "wall_speedup_at_n_compare": {m: w[m, params.n_compare] / w["lapsum", params.n_compare]
                                       for m in BASELINES_TIMED if (m, params.n_compare) in w},
     }
+    # Negative controls of the runtime claims: SoftSort, quadratic at k = n/10, in LapSum's place.
+    soft_ns = sorted(n for m, n in t if m == "softsort")
+    timings["control_softsort_time_ratio_top_decade"] = (
+        float(t["softsort", soft_ns[-1]] / t["softsort", soft_ns[-2]]) if len(soft_ns) >= 2 else float("nan"))
+    others = [m for m in BASELINES_TIMED if m != "softsort" and (m, params.n_compare) in t]
+    timings["control_softsort_min_speedup_at_n_compare"] = (
+        float(min(t[m, params.n_compare] / t["softsort", params.n_compare] for m in others))
+        if others and ("softsort", params.n_compare) in t else float("nan"))
 
     # --- B: learn-to-select
     select = pd.DataFrame([{"seed": r["seed"], **row} for r in per_seed for row in r["select"]])
@@ -141,6 +176,20 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
     best = max(baselines, key=lambda m: prec[m, k_big].mean())
     select_metrics["large_k"] = {"k": k_big, "best_baseline": best,
                                  "diff_vs_best_baseline": stats.paired_difference(prec["lapsum", k_big], prec[best, k_big])}
+    # Equal CPU budget at the largest k (the claim): LapSum and its quarter-budget control vs the best baseline.
+    budget = pd.DataFrame([{"seed": r["seed"], **row} for r in per_seed for row in r["select_budget"]])
+    full = budget[budget["budget"] == "full"]
+    bprec = {m: g.sort_values("seed")["precision_at_k"].to_numpy() for m, g in full.groupby("method")}
+    control = budget[budget["budget"] == "control"].sort_values("seed")["precision_at_k"].to_numpy()
+    best_b = max(baselines, key=lambda m: bprec[m].mean())
+    timings["select_budget"] = {
+        "k": k_big, "budget_s": params.select_budget_s, "best_baseline": best_b,
+        "precision_at_k": {m: stats.summarize(bprec[m]) for m in params.methods},
+        "control_precision_at_k": stats.summarize(control),
+        "steps": {m: float(g["steps"].mean()) for m, g in full.groupby("method")},
+        "control_steps": float(budget[budget["budget"] == "control"]["steps"].mean()),
+        "diff_vs_best_baseline": stats.paired_difference(bprec["lapsum"], bprec[best_b]),
+        "control_diff_vs_best_baseline": stats.paired_difference(control, bprec[best_b])}
     timings["select_wall_s"] = {f"k{k}": {m: float(select[(select["k"] == k) & (select["method"] == m)]["wall_s"].mean())
                                           for m in params.methods} for k in params.select_ks}
 
@@ -151,6 +200,8 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
 
     plot = scaling.rename(columns={"n": "x", "cpu_s": "y", "method": "series"})[["x", "y", "series"]]
     diff = select_metrics["large_k"]["diff_vs_best_baseline"]
+    tb = timings["select_budget"]
+    bd, bc = tb["diff_vs_best_baseline"], tb["control_diff_vs_best_baseline"]
     setup = (
         f"**A. Correctness** (float64, {params.seeds} seeds): 8 random batches of 4 x {params.correctness_n} scores "
         "(scales 1e-2..1e2, k uniform in (1, n-1), alpha in 1e-2..10); Jacobians in r, k, alpha of the closed-form "
@@ -166,7 +217,12 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
         f"each soft top-k ({', '.join(params.methods)}) with BCE for {params.select_steps} Adam steps (lr "
         f"{params.select_lr:g}, {params.select_batch} fresh instances per step), same init and instances for every "
         f"method; shared temperature tau = {params.tau:g} (Sinkhorn eps = 2 tau, {params.sinkhorn_iter_train} "
-        "iterations). Metric: precision@k of the hard top-k of the learned scores on 8 held-out instances.\n\n"
+        "iterations). Metric: precision@k of the hard top-k of the learned scores on 8 held-out instances. "
+        f"**Equal budget** (the large-k claim): at k = {k_big} every method trains on the same instance stream until "
+        f"it has used {params.select_budget_s:g} s of one-thread CPU time (the plan's equal wall-clock protocol); the "
+        f"negative control is LapSum with {params.control_budget_frac:g} of that budget. Mean steps taken: "
+        + ", ".join(f"{m} {v:.0f}" for m, v in timings["select_budget"]["steps"].items())
+        + f", control {timings['select_budget']['control_steps']:.0f}.\n\n"
         f"**C. Digits**: linear classifier on standardised `load_digits` (70/30 split per seed), {params.digits_steps} "
         f"full-batch Adam steps, cross-entropy vs the LapSum top-2 loss -log p_y with p = soft top-2 "
         f"(alpha = {params.digits_alpha:g}). Reported, not gated: "
@@ -179,11 +235,22 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
         "beside them (`timings.scaling_wall_s`). On the shared 2-core development machine the wall-clock ratio "
         "time(1e6)/time(1e5) of LapSum ranged from about 11 (idle) to 21 (load average 6), while its CPU-time "
         "ratio does not depend on other processes.\n"
-        "- **Equal steps, not equal wall-clock.** The plan's equal wall-clock budget (20 s per method) is replaced "
-        "by an equal number of optimisation steps so that `metrics.json` is deterministic given the params; each "
-        "method's wall time is reported under `timings.select_wall_s` instead.\n"
-        f"- At k = {k_big} the best baseline by mean precision is **{best}**; LapSum - {best} = "
-        f"{diff['mean']:+.4f} [{diff['ci_low']:+.4f}, {diff['ci_high']:+.4f}] (paired over seeds).\n"
+        "- **The large-k claim at an equal CPU budget, not at equal steps.** At equal steps (60) every method except "
+        f"NeuralSort ended within 0.02 of the noise-free ceiling at k = {k_big} (the previous run: 0.894-0.897 against "
+        "0.91), where any soft top-k is non-inferior and the check has no power. The claim is now decided as the plan "
+        "set it, at an equal compute budget (the plan: 20 s of wall-clock per method; here one-thread CPU time, so "
+        f"other processes do not change the budget), of {params.select_budget_s:g} s per method and seed: about "
+        "LapSum's wall time for its 60 steps in the previous run (0.55 s), meant to stop short of the point where every "
+        "method reaches the ceiling (chosen before this run; not tuned; one-thread CPU time turned out cheaper per "
+        f"step than that wall time, so LapSum took about {tb['steps'].get('lapsum', float('nan')):.0f} steps). Its negative control, LapSum with a quarter of the budget, must fall "
+        "short of the best baseline, else the check has no power. These metrics depend on the machine's speed and "
+        "so live under `timings.select_budget` (outside the determinism check).\n"
+        f"- Equal budget, k = {k_big}: the best baseline is **{tb['best_baseline']}**; LapSum - {tb['best_baseline']} = "
+        f"{bd['mean']:+.4f} [{bd['ci_low']:+.4f}, {bd['ci_high']:+.4f}]; quarter-budget LapSum - {tb['best_baseline']} = "
+        f"{bc['mean']:+.4f} [{bc['ci_low']:+.4f}, {bc['ci_high']:+.4f}] (paired over seeds).\n"
+        f"- Equal steps (reported, not gated): at k = {k_big} the best baseline by mean precision is **{best}**; "
+        f"LapSum - {best} = {diff['mean']:+.4f} [{diff['ci_low']:+.4f}, {diff['ci_high']:+.4f}] (paired over seeds). "
+        "Equal steps keep `select.*` deterministic given the params; wall times are under `timings.select_wall_s`.\n"
         "- The closed-form inverse follows the official notebook (sort, two logcumsumexp passes, searchsorted, "
         "quadratic in e^b) but takes log z = log(sqrt(c)) + asinh(|e|/sqrt(c)) in log space: the notebook's "
         "z = |e| + sqrt(e^2 + ab e^(s-t)) underflows to 0 when alpha is small and k is an integer "
@@ -201,12 +268,16 @@ def lapsum_flow(params: Params, ctx: RunContext) -> RunOutput:
         "memberships may also exceed 1; all are clamped to [1e-6, 1 - 1e-6] before the BCE. Sinkhorn top-k is "
         "Xie et al. 2020 with anchors {0, 1} and cost (r - y)^2 on the raw scores (no rescaling [ours]).\n"
         "- One temperature for all methods was fixed before any run and not tuned. With tau = 1 NeuralSort's "
-        "logits scale with n (the (n + 1 - 2i) factor) and it trains poorly at n = 2,000 (its memberships match "
+        "logits scale with n (the (n + 1 - 2i) factor) and it trains poorly at n = 2,000 (below chance, k/n, at k = 200 in the previous run) (its memberships match "
         "`difftopk.NeuralSort` in the tests, so this is the temperature, not the code); the claim compares "
         "LapSum with the best baseline, so this does not make it easier.\n"
-        "- The hard-limit check uses well-separated values (gaps of 1 = 1000 alpha); the alpha sweep on N(0,1) "
-        "scores (`correctness.alpha_sweep_l1_normal_scores`) shows the approach to the hard top-k when gaps are "
-        "comparable to alpha."
+        "- **Hard limit.** On integer scores (gaps of 1 = 1000 alpha) the L1 distance to the hard top-k is about "
+        "1e-218 for any Laplace relaxation, so that case is now a sanity check (of the log-space solve). The claim is "
+        f"checked on N(0,1) scores (n = {params.correctness_n}, k = n/10, mean L1 over 4 rows per seed), where the gaps "
+        "near the k-th value are comparable to alpha; the negative control is the softmax relaxation at the same "
+        "temperature, which also sums to k but is not a top-k. The full alpha sweep on these scores is "
+        "`correctness.alpha_sweep_l1_normal_scores`. The mean over rows is dominated by the rare rows whose two scores "
+        "around the k-th value are closer than a few alpha."
     )
     metrics = {"correctness": correctness, "select": select_metrics, "digits": digits_metrics, "timings": timings}
     tables = {"plot": plot, "scaling": scaling, "select": select.drop(columns="wall_s"), "digits": digits,

@@ -14,7 +14,8 @@ Read top to bottom:
    SoftSort top-k (only the k rows of the relaxed permutation matrix that top-k needs).
 6. ``bisection_topk``: a naive, independent reference (bisection on b + one differentiable
    Newton step, so autograd yields the implicit-function gradient) used by the tests.
-7. Experiments: A (correctness, runtime scaling), B (learn-to-select with k in {20, 200, 1000}),
+7. Experiments: A (correctness, runtime scaling), B (learn-to-select with k in {20, 200, 1000} at equal
+   steps, and at the largest k with an equal CPU budget per method),
    C (top-2 loss on ``load_digits``), and ``run_seed(p, seed)`` with ``p`` the flow's typed params.
 
 Conventions: scores ``r`` have shape (B, n) (a batch of B vectors of n items); larger scores get
@@ -369,6 +370,11 @@ def correctness(seed: int, n: int = 200, batch: int = 4, n_grad: int = 24, alpha
     z = torch.randn(batch, n, generator=g, dtype=dt)
     sweep = [{"alpha": a, "l1_to_hard": float((lapsum_topk(z, float(kh), a) - hard_topk(z, kh)).abs().sum(1).mean())}
              for a in (1.0, 0.1, 0.01, 1e-3, 1e-4)]
+    # the hard-limit check proper: N(0,1) scores, whose gaps near the k-th value are comparable to alpha, at
+    # alpha_hard; its negative control is the softmax relaxation k softmax(r / alpha) at the same temperature,
+    # which also sums to k but tends to k times the argmax, not to the top-k
+    l1_normal = float((lapsum_topk(z, float(kh), alpha_hard) - hard_topk(z, kh)).abs().sum(1).mean())
+    l1_softmax = float((softmax_topk(z, float(kh), alpha_hard) - hard_topk(z, kh)).abs().sum(1).mean())
     rank_err = float((lapsum_rank(z, 0.5) - naive_rank(z, 0.5)).abs().max())
     return {
         "max_abs_sum_error": sum_err,
@@ -377,6 +383,8 @@ def correctness(seed: int, n: int = 200, batch: int = 4, n_grad: int = 24, alpha
         "grad_rel_error_fd_r": errs["r"], "grad_rel_error_fd_k": errs["k"], "grad_rel_error_fd_alpha": errs["alpha"],
         "grad_rel_error_vs_bisection_autograd": max(ref.values()),
         "l1_to_hard_alpha_1e-3": l1_hard,
+        "l1_to_hard_normal_at_alpha_hard": l1_normal,
+        "l1_softmax_to_hard_normal_at_alpha_hard": l1_softmax,
         "alpha_sweep_normal_scores": sweep,
         "rank_max_abs_error_vs_naive": rank_err,
     }
@@ -486,14 +494,20 @@ def precision_at_k(scores: torch.Tensor, truth: torch.Tensor, k: int) -> float:
 
 def learn_to_select(method: str, k: int, seed: int, n: int = 2000, dim: int = 16, hidden: int = 64,
                     steps: int = 100, batch: int = 4, lr: float = 3e-3, tau: float = 1.0,
-                    sinkhorn_iter: int = 50, noise: float = 0.3, n_test: int = 8) -> dict:
+                    sinkhorn_iter: int = 50, noise: float = 0.3, n_test: int = 8,
+                    budget_s: float | None = None) -> dict:
     """Experiment B: train an MLP scorer dim -> hidden -> 1 through ``method``'s soft top-k with BCE
     to the true top-k membership, for ``steps`` Adam steps on fresh instances of n items.
 
     Memberships are clamped into [1e-6, 1 - 1e-6] before the BCE (softmax/NeuralSort/SoftSort
     may exceed 1).  Returns test precision@k of the learned scorer on ``n_test`` held-out
-    instances, the noise-free teacher's precision (the ceiling), the final loss and the wall time.
+    instances, the noise-free teacher's precision (the ceiling), the final loss, the steps taken and the wall time.
     Same (method, k, seed) -> same numbers; every method sees the same instances and init.
+
+    ``budget_s``: stop after this much CPU time of the calling thread (whole steps: instance sampling, forward,
+    backward, Adam), at most ``steps`` steps -- the plan's equal-budget comparison, where a slower soft top-k
+    takes fewer steps. Run it with one torch thread (``time.thread_time`` then counts all the work); the result
+    then depends on the machine, unlike the equal-steps run.
     """
     sample = make_select_task(seed, dim, noise)
     params = [p.requires_grad_(True) for p in _mlp_init([dim, hidden, 1], torch.Generator().manual_seed(seed))]
@@ -501,9 +515,11 @@ def learn_to_select(method: str, k: int, seed: int, n: int = 2000, dim: int = 16
     soft = topk_fn(method, tau, sinkhorn_iter)
     data_gen = torch.Generator().manual_seed(20_000 + seed)
     bce = torch.nn.functional.binary_cross_entropy
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.thread_time()
     loss = torch.tensor(float("nan"))
-    for _ in range(steps):
+    taken = 0
+    while taken < steps and (budget_s is None or time.thread_time() - cpu0 < budget_s):
+        taken += 1
         x, score, _ = sample(batch, n, data_gen)
         target = hard_topk(score, k)
         p = soft(_mlp(params, x), k).clamp(1e-6, 1 - 1e-6)
@@ -517,7 +533,25 @@ def learn_to_select(method: str, k: int, seed: int, n: int = 2000, dim: int = 16
         pred = _mlp(params, x)
     return {"method": method, "k": int(k), "precision_at_k": precision_at_k(pred, score, k),
             "teacher_precision_at_k": precision_at_k(clean, score, k), "final_loss": float(loss.detach()),
-            "wall_s": wall}
+            "steps": taken, "wall_s": wall}
+
+
+def select_budget(p: Params, seed: int) -> list[dict]:
+    """Experiment B at the largest k with an equal CPU budget per method (``p.select_budget_s`` of one thread;
+    the plan's equal wall-clock protocol), plus the negative control: LapSum with ``p.control_budget_frac`` of
+    the budget. Rows as :func:`learn_to_select` with ``budget`` "full" or "control"."""
+    from tasks.train import torch_single_thread
+
+    k = max(p.select_ks)
+    common = dict(n=p.select_n, steps=10**6, batch=p.select_batch, lr=p.select_lr, hidden=p.select_hidden,
+                  tau=p.tau, sinkhorn_iter=p.sinkhorn_iter_train, noise=p.select_noise)
+    rows = []
+    with torch_single_thread():
+        for method in p.methods:
+            rows.append({**learn_to_select(method, k, seed, budget_s=p.select_budget_s, **common), "budget": "full"})
+        rows.append({**learn_to_select("lapsum", k, seed, budget_s=p.select_budget_s * p.control_budget_frac,
+                                       **common), "budget": "control"})
+    return rows
 
 
 # --- C: top-2 loss on digits --------------------------------------------------------------------------
@@ -577,6 +611,7 @@ def run_seed(p: Params, seed: int, digits: tuple[np.ndarray, np.ndarray] | str |
                                         batch=p.select_batch, lr=p.select_lr, hidden=p.select_hidden, tau=p.tau,
                                         sinkhorn_iter=p.sinkhorn_iter_train, noise=p.select_noise))
     out["select"] = rows
+    out["select_budget"] = select_budget(p, seed)
     if digits is None:
         from sklearn.datasets import load_digits
 

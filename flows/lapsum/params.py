@@ -27,6 +27,9 @@ class Params(PaperParams):
     select_n: int = Field(ge=20, description="items per learn-to-select instance")
     select_ks: Annotated[list[int], Increasing] = Field(min_length=1, description="k values; the largest is the 'large k' claim")
     select_steps: int = Field(ge=1, description="Adam steps per method (equal for all methods)")
+    select_budget_s: float = Field(gt=0, description="CPU seconds (one thread) per method per seed at the largest k: "
+                                                      "the 'large k' claim's equal-budget comparison")
+    control_budget_frac: float = Field(gt=0, lt=1, description="LapSum's budget fraction in the claim's negative control")
     select_batch: int = Field(ge=1, description="instances per step")
     select_lr: float = Field(gt=0)
     select_hidden: int = Field(ge=1)
@@ -49,4 +52,4 @@ class Params(PaperParams):
 
 
 SMOKE = {"seeds": 1, "correctness_n": 40, "scaling_ns": [100, 1000], "n_compare": 1000,
-         "select_n": 200, "select_ks": [5, 50], "select_steps": 5, "digits_steps": 10}
+         "select_n": 200, "select_ks": [5, 50], "select_steps": 5, "select_budget_s": 0.05, "digits_steps": 10}

@@ -400,7 +400,15 @@ def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
         with torch.no_grad():
             entropy_te = entropy(torch.softmax(logits_before, -1))
         is_tail = r_te >= tail_from
+        # negative control of the detection claim: the same heads at their initial weights (no bootstrap
+        # training), whose disagreement reflects the frozen features only, not where the data are scarce
+        untrained = train_epistemic_head(predictor, X_tr, y_tr, n_heads=p.n_heads, steps=0, lr=p.head_lr,
+                                         weight_decay=p.weight_decay, seed=seed + 4)
+        untrained.requires_grad_(False)
+        with torch.no_grad():
+            _, epistemic_untrained = PredictorWithEpistemicHead(predictor, untrained)(X_te)
         detection = {"auroc_epistemic": auroc(epistemic_te.numpy(), is_tail),
+                     "auroc_epistemic_untrained": auroc(epistemic_untrained.numpy(), is_tail),
                      "auroc_entropy": auroc(entropy_te.numpy(), is_tail),
                      "epistemic_tail_mean": float(epistemic_te.numpy()[is_tail].mean()),
                      "epistemic_head_mean": float(epistemic_te.numpy()[~is_tail].mean())}
@@ -423,11 +431,20 @@ def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
         for name in signals:
             for w in p.guidance_weights:
                 variants[f"{name}@{w:g}"] = (name, float(w))
+        # negative control of the gain claims: as many unguided draws with fresh noise as LTG has weights, the
+        # best one on validation tail accuracy chosen as LTG's weight is (selection without guidance)
+        noise = {key: (z_T, seed + 6) for key in variants}
+        for i in range(len(p.guidance_weights)):
+            key = f"unguided_rep{i}"
+            variants[key] = (None, 0.0)
+            noise[key] = (torch.randn(z_T.shape, generator=torch_generator(seed + 1000 * (i + 1)), dtype=DTYPE),
+                          seed + 1000 * (i + 1) + 1)
         synthetic: dict[str, torch.Tensor] = {}
         generation_rows = []
         for key, (name, w) in variants.items():
-            _, images = generate(net, schedule, decode, labels, z_T, cfg_scale=p.cfg_scale, seed=seed + 6,
-                                 signal=signals[name] if name else None, weight=w, floor=p.signal_floor)
+            _, images = generate(net, schedule, decode, labels, noise[key][0], cfg_scale=p.cfg_scale,
+                                 seed=noise[key][1], signal=signals[name] if name else None, weight=w,
+                                 floor=p.signal_floor)
             synthetic[key] = images
             with torch.no_grad():
                 logits_gen, epi_gen = model(images)
@@ -461,6 +478,8 @@ def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
         best = max(p.guidance_weights, key=lambda w: (results[f"{name}@{w:g}"]["val"]["tail"], -w))
         chosen[name] = float(best)
         results[f"ltg_{name}"] = results[f"{name}@{best:g}"]
+    replicates = [f"unguided_rep{i}" for i in range(len(p.guidance_weights))]
+    results["unguided_selected"] = results[max(replicates, key=lambda k: (results[k]["val"]["tail"], -replicates.index(k)))]
     for row in generation_rows:
         row["val_tail_acc"] = results[row["variant"]]["val"]["tail"]
         row["test_tail_acc"] = results[row["variant"]]["test"]["tail"]

@@ -30,8 +30,8 @@ official latency of an episode is the index of its last step (steps - 1).
 Layout: the readable NumPy reference of one step (``place_fields``, ``td_update``, ``env_step``) comes
 first; ``_train_chunk`` is the same step compiled with Numba for the long online loop (the two are
 checked against each other in the tests); ``train_agent`` drives it; ``run_seed(p, seed)`` runs the
-three conditions of one seed (fixed fields, learned fields, learned fields + drift noise) and measures
-them, ``p`` being the flow's typed params (model, environment and metric settings).
+conditions of one seed (fixed fields, learned fields, learned fields + drift noise, and the control
+of fields moved by drift noise alone) and measures them, ``p`` being the flow's typed params (model, environment and metric settings).
 Randomness only through ``np.random.default_rng`` streams derived from the seed.
 """
 
@@ -388,8 +388,12 @@ def minimal_latencies(p: Params) -> list[int]:
 
 
 def conditions_from(drift_noise: float) -> tuple[Condition, ...]:
-    """The plan's conditions: fixed fields (only W_a, w_c learn), learned fields, learned + drift noise."""
-    return (Condition("fixed", False), Condition("learned", True), Condition("learned_noise", True, drift_noise))
+    """The plan's conditions: fixed fields (only W_a, w_c learn), learned fields, learned + drift noise; and
+    the negative control ``drift_only``: fields that move by the drift noise alone, not by the TD error
+    (field rates zero). It tells whether moving fields at all, rather than moving them by the TD error,
+    is what a check detects."""
+    return (Condition("fixed", False), Condition("learned", True), Condition("learned_noise", True, drift_noise),
+            Condition("drift_only", False, drift_noise))
 
 
 def binned(values: np.ndarray, width: int) -> list[float]:
@@ -399,7 +403,8 @@ def binned(values: np.ndarray, width: int) -> list[float]:
 
 
 def run_seed(p: Params, seed: int) -> dict[str, Any]:
-    """Fixed vs TD-learned fields (and TD-learned fields with drift noise ``p.drift_noise``) on one seed.
+    """Fixed vs TD-learned fields (and TD-learned fields with drift noise ``p.drift_noise``, and fields moved
+    by that noise alone) on one seed.
 
     Besides the model settings :func:`train_agent` reads, the metrics read p.criterion_window,
     p.criterion_latency, p.density_radius, p.late_fraction and p.curve_bin. Returns JSON-able metrics
@@ -424,13 +429,18 @@ def run_seed(p: Params, seed: int) -> dict[str, Any]:
         for k, goal in enumerate(p.goals):
             block = lat[k * E:(k + 1) * E]
             before, mid, after = snaps[k * E], snaps[k * E + E // 2], snaps[(k + 1) * E]
+            other = p.goals[(k + 1) % n_goals]       # a location on the track that is not rewarded in this block
             m["blocks"].append({
                 "goal": goal,
+                "other_location": other,
                 "episodes_to_criterion": episodes_to_criterion(block, p.criterion_window, p.criterion_latency),
                 "mean_latency": float(block.mean()),
                 "late_latency": float(block[-late:].mean()),
+                "early_latency": float(block[:late].mean()),
                 "density_before": density_near(before["lam"], goal, p.density_radius),
                 "density_after": density_near(after["lam"], goal, p.density_radius),
+                "density_other_before": density_near(before["lam"], other, p.density_radius),
+                "density_other_after": density_near(after["lam"], other, p.density_radius),
                 "pv_corr_second_half": pv_correlation(mid, after, xs),
                 "mean_abs_center_change_second_half": float(np.abs(after["lam"] - mid["lam"]).mean()),
             })

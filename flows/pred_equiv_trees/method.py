@@ -20,7 +20,7 @@ Read top to bottom:
 5. importance   -- model reliance and Gini importance over a Rashomon set, averaged over all trees
                    vs over predictive-equivalence classes (one weight per BCF);
 6. cost         -- feature-acquisition cost until the BCF decides: path traversal, cheapest-first,
-                   every used feature, tabular Q-learning warm-started from the tree (Alg. 6), and
+                   a random order (the negative control), every used feature, tabular Q-learning warm-started from the tree (Alg. 6), and
                    the exact optimum by dynamic programming over partial assignments;
 7. one unit     -- ``run_unit(p, dataset, seed)`` runs 4-6 on one (dataset, seed), ``p`` the flow's
                    typed params.
@@ -638,6 +638,15 @@ def cheapest_first(problem: CostProblem):
     return choose
 
 
+def random_order(problem: CostProblem, rng: np.random.Generator):
+    """Negative control of the cost claim: the same BCF stopping rule, the next feature drawn
+    uniformly among the unknown used ones (an acquisition order that optimises nothing)."""
+    def choose(state: int) -> int:
+        unknown = problem.unknown(state)
+        return unknown[int(rng.integers(len(unknown)))]
+    return choose
+
+
 def optimal_policy(problem: CostProblem, X: np.ndarray) -> tuple[float, dict[int, int]]:
     """Exact minimum expected acquisition cost under the empirical distribution of rows X (n, d), by
     dynamic programming over partial assignments of the used features; returns the value and the
@@ -746,13 +755,14 @@ def cost_eval(tree: Tree, bcf: DNF, groups: np.ndarray, costs: np.ndarray, X_tra
     out: dict[str, Any] = {"n_used": len(problem.used), "all_used": all_used_cost(problem)}
     if problem.terminal[problem.start]:          # constant tree: nothing to buy
         for split in ("train", "test"):
-            for name in ("path", "cheapest", "q_learning", "optimal"):
+            for name in ("path", "cheapest", "random", "q_learning", "optimal"):
                 out[f"{split}_{name}"] = 0.0
         out["q_pred_agree"] = out["opt_pred_agree"] = 1.0
         return out
     t0 = time.perf_counter()
     Q, seen = q_learning(problem, tree, X_train, rng, episodes, alpha, gamma, exploration)
     out["q_seconds"] = time.perf_counter() - t0
+    random_rng = np.random.default_rng(int(rng.integers(2**62)))         # drawn after Q-learning's draws: those are unchanged
     opt_value, table = optimal_policy(problem, X_train)
     out["optimal_value_train"] = float(opt_value)
     agree_q, agree_opt = [], []
@@ -760,6 +770,7 @@ def cost_eval(tree: Tree, bcf: DNF, groups: np.ndarray, costs: np.ndarray, X_tra
         truth = tree_predict(tree, X)
         out[f"{split}_path"] = float(path_cost(problem, tree, X).mean())
         out[f"{split}_cheapest"] = float(run_policy(problem, cheapest_first(problem), X)[0].mean())
+        out[f"{split}_random"] = float(run_policy(problem, random_order(problem, random_rng), X)[0].mean())
         c, p = run_policy(problem, q_policy(problem, Q, seen), X)
         out[f"{split}_q_learning"], _ = float(c.mean()), agree_q.append(np.mean(p == truth))
         c, p = run_policy(problem, policy_from_table(problem, table), X)

@@ -11,7 +11,7 @@ import pandas as pd
 from flows.quantum_reuploading import method
 from flows.quantum_reuploading.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
 from tasks.paper import paper_flow, run_mapped
 from tasks.train import torch_single_thread
@@ -29,18 +29,25 @@ PAPER = Paper(
                    "predictive performance progressively degenerates ... as the number of encoding layers "
                    "increases: Spearman(L, test accuracy) <= -0.8 for N = 2 qubits (synthetic data)",
               source="abstract; plan claim 1", metric="synthetic.deep_narrow.spearman_L_test_acc",
-              comparison="<=", threshold=-0.8, kind="direction"),
+              comparison="<=", threshold=-0.8, kind="direction", role="claim",
+              per_seed="synthetic.deep_narrow.spearman_per_seed",
+              control=Control(name="same circuits trained on permuted labels",
+                              metric="synthetic_permuted.deep_narrow.spearman_L_test_acc")),
         Claim(id="deep_narrow_near_random",
               text="... degenerates to near random-guessing levels: test accuracy at the largest L <= 0.6",
               source="abstract; plan claim 1", metric="synthetic.deep_narrow.largest_L_test_acc.mean",
-              comparison="<=", threshold=0.6, kind="magnitude",
+              comparison="<=", threshold=0.6, kind="magnitude", role="claim",
               interval=("synthetic.deep_narrow.largest_L_test_acc.ci_low",
-                        "synthetic.deep_narrow.largest_L_test_acc.ci_high")),
+                        "synthetic.deep_narrow.largest_L_test_acc.ci_high"),
+              control=Control(name="the same N = 2 family at the smallest L (L = 1)",
+                              metric="synthetic.deep_narrow.smallest_L_test_acc.mean",
+                              interval=("synthetic.deep_narrow.smallest_L_test_acc.ci_low",
+                                        "synthetic.deep_narrow.smallest_L_test_acc.ci_high"))),
         Claim(id="shallow_accurate",
-              text="(control for claim 1) with few encoding layers (L <= 2) the same circuits predict well: "
-                   "test accuracy >= 0.8 at every L <= 2",
+              text="(setup check, the plan's control for claim 1, not a claim of the paper) with few encoding "
+                   "layers (L <= 2) the same circuits predict well: test accuracy >= 0.8 at every L <= 2",
               source="plan claim 1", metric="synthetic.deep_narrow.shallow_min_test_acc.mean",
-              comparison=">=", threshold=0.8, kind="magnitude",
+              comparison=">=", threshold=0.8, kind="magnitude", role="sanity",
               interval=("synthetic.deep_narrow.shallow_min_test_acc.ci_low",
                         "synthetic.deep_narrow.shallow_min_test_acc.ci_high")),
         Claim(id="wider_beats_deeper",
@@ -48,28 +55,41 @@ PAPER = Paper(
                    "than deeper and narrower ones: at D = 24, test acc(N = 8, L = 1) - test acc(N = 2, L = 4) "
                    ">= 10 pp",
               source="abstract; plan claim 2", metric="synthetic.wide_minus_deep.mean",
-              comparison=">=", threshold=0.10, kind="magnitude",
-              interval=("synthetic.wide_minus_deep.ci_low", "synthetic.wide_minus_deep.ci_high")),
+              comparison=">=", threshold=0.10, kind="magnitude", role="claim",
+              interval=("synthetic.wide_minus_deep.ci_low", "synthetic.wide_minus_deep.ci_high"),
+              control=Control(name="both circuits trained on permuted labels",
+                              metric="synthetic_permuted.wide_minus_deep.mean",
+                              interval=("synthetic_permuted.wide_minus_deep.ci_low",
+                                        "synthetic_permuted.wide_minus_deep.ci_high"))),
         Claim(id="repetition_no_rescue",
               text="the repeated data uploading cannot mitigate the performance degradation: at the largest L, "
                    "test acc(R = 3) - test acc(R = 1) <= 5 pp",
               source="abstract; plan claim 3", metric="synthetic.repetition_gain_largest_L.mean",
-              comparison="<=", threshold=0.05, kind="direction",
+              comparison="<=", threshold=0.05, kind="direction", role="claim",
               interval=("synthetic.repetition_gain_largest_L.ci_low",
-                        "synthetic.repetition_gain_largest_L.ci_high")),
+                        "synthetic.repetition_gain_largest_L.ci_high"),
+              control=Control(name="a remedy the paper says works: widening (N = 8, L = 1 minus N = 2, L = 4 at D = 24)",
+                              metric="synthetic.wide_minus_deep.mean",
+                              interval=("synthetic.wide_minus_deep.ci_low", "synthetic.wide_minus_deep.ci_high"))),
         Claim(id="d2_empirical_within_bound",
               text="D_2(E_x[rho(x)] || rho_I) <= log2(1 + (2^N - 1) e^{-L sigma^2}) measured on the data: the "
                    "empirical D_2 (its lower 3-SE confidence bound) minus the bound, maximised over every "
                    "R = 1 circuit, seed and stage (random init, trained), is <= 0",
               source="paper's Theorem (bound quoted in the plan); plan claim 3",
-              metric="d2.empirical.max_excess_lcb", comparison="<=", threshold=0.0, kind="exact",
+              metric="d2.empirical.max_excess_lcb", comparison="<=", threshold=0.0, kind="exact", role="claim",
+              per_seed="d2.empirical.max_excess_lcb_per_seed",
+              control_reason="an upper bound on the mean encoded state: no circuit or input distribution the "
+                             "theorem covers can exceed it, so the only 'failing' case is one outside the theorem "
+                             "(a single encoded pure state has D_2 = N bits), which fails by construction and "
+                             "adds no power; the check's weakness (a bound below the estimate's noise at large "
+                             "L) is reported in the notes instead",
               scaled="sigma^2 = mean per-feature variance of the diagnostic sample; the margin filter of the "
                      "official data makes features dependent, which the theorem does not cover"),
         Claim(id="d2_exact_iid_within_bound",
               text="the same bound for the exact mean state under i.i.d. U(-pi/2, pi/2) angles "
                    "(sigma^2 = pi^2/12, the theorem's assumptions), every R = 1 circuit and stage",
               source="paper's Theorem (bound quoted in the plan)", metric="d2.exact_iid.max_excess",
-              comparison="<=", threshold=1e-9, kind="exact"),
+              comparison="<=", threshold=1e-9, kind="exact", role="sanity"),
     ),
     limitations=(
         "Exact statevector simulation with N <= 8 qubits, 300 training points, 150 full-batch Adam steps and "
@@ -121,6 +141,8 @@ def _metrics(params: Params, rows: pd.DataFrame) -> dict:
         dn["spearman_per_seed"] = [stats.spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]
         dn["largest_L"] = Ls[-1]
         dn["largest_L_test_acc"] = stats.summarize(per_seed[-1])
+        dn["smallest_L"] = Ls[0]
+        dn["smallest_L_test_acc"] = stats.summarize(per_seed[0])
         dn["largest_L_train_acc"] = stats.summarize(_acc(rows, ds, ds_dims[-1], n0, 1, "train_acc"))
         shallow = [i for i, L in enumerate(Ls) if L <= 2]
         if shallow:
@@ -142,13 +164,29 @@ def _metrics(params: Params, rows: pd.DataFrame) -> dict:
             out["repetition_train_gain_largest_L"] = stats.paired_difference(
                 _acc(rows, ds, dims[-1], n0, r_max, "train_acc"), _acc(rows, ds, dims[-1], n0, 1, "train_acc"))
 
+    # negative controls: the same circuits trained on permuted labels (nothing to learn, so nothing to lose)
+    perm = "synthetic_permuted"
+    curve = [float(_acc(rows, perm, d, n0, 1).mean()) for d in dims]
+    per_seed = np.array([_acc(rows, perm, d, n0, 1) for d in dims])
+    Ls = [d // (3 * n0) for d in dims]
+    m[perm] = {
+        "deep_narrow": {"test_acc": {str(L): c for L, c in zip(Ls, curve)},
+                        "spearman_L_test_acc": stats.spearman(Ls, curve),
+                        "spearman_per_seed": [stats.spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]},
+        "wide_minus_deep": {**stats.paired_difference(_acc(rows, perm, params.width_dim, params.width_dim // 3, 1),
+                                                      _acc(rows, perm, params.width_dim, n0, 1)),
+                            "D": params.width_dim},
+    }
+
     r1 = rows[rows.R == 1]
     syn1 = r1[r1.dataset == "synthetic"]
     excess = np.concatenate([syn1["init_excess_lcb"], syn1["trained_excess_lcb"]])
+    excess_per_seed = [float(max(g["init_excess_lcb"].max(), g["trained_excess_lcb"].max()))
+                       for _, g in syn1.groupby("seed", sort=True)]
     iid_excess = np.concatenate([syn1["init_iid_d2"] - syn1["iid_bound"], syn1["trained_iid_d2"] - syn1["iid_bound"]])
     narrow = syn1[syn1.N == n0].groupby("L")
     m["d2"] = {
-        "empirical": {"max_excess_lcb": float(excess.max()),
+        "empirical": {"max_excess_lcb": float(excess.max()), "max_excess_lcb_per_seed": excess_per_seed,
                       "max_excess_point": float(np.concatenate([syn1["init_d2"] - syn1["init_bound"],
                                                                 syn1["trained_d2"] - syn1["trained_bound"]]).max()),
                       "digits_max_excess_lcb": float(np.concatenate([r1[r1.dataset == "digits"][c] for c in
@@ -162,12 +200,13 @@ def _metrics(params: Params, rows: pd.DataFrame) -> dict:
         "bound_decay_rate": float(np.pi ** 2 / 12),
     }
     syn = rows[rows.dataset == "synthetic"]
+    real = rows[rows.dataset != perm]
     m["class_mean_gap"] = {  # |E[<Z0>|y=0] - E[<Z0>|y=1]| on test data vs 2 sqrt((2^N-1) e^{-L sigma^2})
         "narrow_by_L": {str(L): {"measured": float(g["z_class_gap"].mean()), "bound": float(g["z_gap_bound"].mean())}
                         for L, g in syn[(syn.N == n0) & (syn.R == 1)].groupby("L")},
-        "max_excess_point": float((rows["z_class_gap"] - rows["z_gap_bound"]).max()),
+        "max_excess_point": float((real["z_class_gap"] - real["z_gap_bound"]).max()),
         # gap minus 3 standard errors of the finite test set, minus the bound
-        "max_excess_lcb": float((rows["z_class_gap"] - 3 * rows["z_class_gap_se"] - rows["z_gap_bound"]).max()),
+        "max_excess_lcb": float((real["z_class_gap"] - 3 * real["z_class_gap_se"] - real["z_gap_bound"]).max()),
     }
     m["timings"] = {"job_seconds_total": float(rows["seconds"].sum()),
                     "job_seconds_max": float(rows["seconds"].max())}
@@ -291,6 +330,9 @@ def _setup(params: Params, jobs: list[dict]) -> str:
         "per-feature variance of those inputs; and the exact mean state for i.i.d. U(-pi/2, pi/2) angles "
         "(averaged data channels, Pauli-diagonal with factors (2/pi)^3, (2/pi)^2, 2/pi) against the bound with "
         "sigma^2 = pi^2/12.\n"
+        f"- **Negative controls** (permuted labels): the synthetic draw of each (seed, D) with its training labels "
+        f"shuffled by a seeded permutation (test labels untouched), trained the same way: the N = {n0} circuits at "
+        f"every D (R = 1) and the wide N = {params.width_dim // 3}, L = 1 circuit at D = {params.width_dim}.\n"
         f"- {len(jobs)} circuit configurations x {params.seeds} seeds, one Prefect task each, torch limited to one "
         "intra-op thread while they run."
     )
@@ -329,7 +371,7 @@ def _notes(params: Params, m: dict) -> str:
         "(4, 2), (8, 1) at D = 24, which is the wide-vs-deep comparison checked here.",
         "",
         f"**Reading the results**: test accuracy of the N = {params.narrow_qubits} circuits by L (R = 1): "
-        + ", ".join(f"L={L}: {v['test_acc']['mean']:.3f} (train {v['train_acc']['mean']:.3f})" for L, v in dn["R1"].items())
+        + ", ".join(f"L={L}: {v['test_acc']['mean']:.3f} (train {v['train_acc']['mean']:.3f})" for L, v in sorted(dn["R1"].items(), key=lambda kv: int(kv[0])))
         + f"; Spearman {dn['spearman_L_test_acc']:.2f}. Wide minus deep at D = {wmd['D']}: {wmd['mean']:+.3f} "
         f"[{wmd['ci_low']:+.3f}, {wmd['ci_high']:+.3f}]. Repetition R = {rep['R']} minus R = 1 at L = {rep['L']}: "
         f"{rep['mean']:+.3f} [{rep['ci_low']:+.3f}, {rep['ci_high']:+.3f}] (train-accuracy gain "
@@ -338,6 +380,33 @@ def _notes(params: Params, m: dict) -> str:
         f"sigma^2 = {m['d2']['bound_decay_rate']:.3f}; for uniform angles the averaged Rot multiplies every "
         "non-identity Pauli weight by at most 2/pi per layer, so the rate must be at least -2 ln(2/pi) = 0.903.",
     ]
+    ctrl = m["synthetic_permuted"]
+    lines += ["", "**Negative controls.** Trained on permuted labels, the N = 2 circuits score "
+              + ", ".join(f"L={L}: {a:.3f}" for L, a in sorted(ctrl["deep_narrow"]["test_acc"].items(), key=lambda kv: int(kv[0])))
+              + f" (Spearman {ctrl['deep_narrow']['spearman_L_test_acc']:.2f}; per seed "
+              + ", ".join(f"{v:.2f}" for v in ctrl["deep_narrow"]["spearman_per_seed"])
+              + f"), and wide minus deep at D = {ctrl['wide_minus_deep']['D']} is {ctrl['wide_minus_deep']['mean']:+.3f} "
+              f"[{ctrl['wide_minus_deep']['ci_low']:+.3f}, {ctrl['wide_minus_deep']['ci_high']:+.3f}]. The control of "
+              "`deep_narrow_near_random` is the shallowest circuit of the same family "
+              f"(L = {dn['smallest_L']}: {dn['smallest_L_test_acc']['mean']:.3f}). `repetition_no_rescue` is a 'no effect' "
+              "claim, so its control is a remedy that should work on the same degradation: widening at D = "
+              f"{wmd['D']} ({wmd['mean']:+.3f}); if that also stayed under 5 pp the check could not tell a rescue from "
+              "none. Repetition gains at every L (R = 3 minus R = 1, test): "
+              + ", ".join(f"L={L}: {dn[f'R{max(params.repetitions)}'][L]['test_acc']['mean'] - v['test_acc']['mean']:+.3f}"
+                          for L, v in sorted(dn["R1"].items(), key=lambda kv: int(kv[0])))
+              + ": repetition does not gain 5 pp at any L in this setup, shallow ones included."
+              + (" On permuted labels the shallowest circuit still scores "
+                 f"{ctrl['deep_narrow']['test_acc'][str(dn['smallest_L'])]:.3f} on the true test labels: a circuit that "
+                 "can express only a few functions, fit to noise, lands on one correlated with the rule by chance (its "
+                 "train accuracy stays near 0.5), which is why the control's Spearman is not near 0."
+                 if ctrl["deep_narrow"]["test_acc"][str(dn["smallest_L"])] > 0.6 else ""),
+              "", "**Seed robustness (not chosen).** With 3 seeds and 6 levels the Spearman of the mean curve moves a "
+              "lot with the seeds: the rerun at `common.seed` + 100 (the project's seed-robustness offset) observed "
+              "-0.71 for `deep_narrow_degrades` (not reproduced) where the committed seeds gave -0.94 (reproduced). "
+              "Both are reported; the seeds of this run are the configured ones, not picked. The claim now also needs "
+              "every seed's own Spearman on its side (here "
+              + ", ".join(f"{v:.2f}" for v in dn["spearman_per_seed"]) + "), so a seed set that splits gives "
+              "inconclusive rather than a pass."]
     gap = m["class_mean_gap"]
     lines += ["", "**Closed-form comparisons**: (i) D2 of the mean state against log2(1 + (2^N - 1) e^{-L sigma^2}): "
               f"largest excess of the empirical lower confidence bound {m['d2']['empirical']['max_excess_lcb']:.2e} bits"
@@ -352,7 +421,7 @@ def _notes(params: Params, m: dict) -> str:
               "not independent, which the bound assumes)."]
     shallow = dn.get("shallow_min_test_acc")
     if shallow and shallow["ci_low"] < 0.8 <= shallow["ci_high"]:
-        lines += ["", f"The shallow control (plan: >= 0.8 at every L <= 2) is at {shallow['mean']:.3f} "
+        lines += ["", f"The shallow setup check (the plan's control: >= 0.8 at every L <= 2) is at {shallow['mean']:.3f} "
                       f"[{shallow['ci_low']:.3f}, {shallow['ci_high']:.3f}] at L = {shallow['L']}: the interval straddles "
                       "the threshold, so three seeds cannot decide it."
                   + (" With the official ansatz an L = 1, N = 2 circuit reads only qubit 1's last two angles (see "

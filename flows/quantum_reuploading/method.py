@@ -395,9 +395,16 @@ def digits_split(seed: int, dim: int, classes: tuple[int, int], train_frac: floa
 
 def dataset(name: str, seed: int, dim: int, p: Params) -> dict[str, np.ndarray]:
     """The draw of data set ``name`` for (seed, D): synthetic (reads ``p.n_train``, ``p.n_test``,
-    ``p.d2_samples``, ``p.margin_sd``) or digits (``p.digits_classes``, ``p.digits_train_frac``)."""
+    ``p.d2_samples``, ``p.margin_sd``), synthetic_permuted (the same draw, training labels permuted) or
+    digits (``p.digits_classes``, ``p.digits_train_frac``)."""
     if name == "synthetic":
         return synthetic_split(seed, dim, p.n_train, p.n_test, p.d2_samples, p.margin_sd)
+    if name == "synthetic_permuted":
+        # the negative control: the same draw with the training labels shuffled (a seeded permutation),
+        # test labels untouched, so no circuit can learn anything that predicts the test set
+        data = synthetic_split(seed, dim, p.n_train, p.n_test, p.d2_samples, p.margin_sd)
+        data["y_train"] = np.random.default_rng([seed, dim, 13]).permutation(data["y_train"])
+        return data
     if name == "digits":
         return digits_split(seed, dim, tuple(p.digits_classes), p.digits_train_frac)
     raise ValueError(f"unknown dataset {name!r}")
@@ -409,7 +416,9 @@ def build_jobs(p: Params) -> list[dict]:
 
     deep-narrow: N = ``p.narrow_qubits``, L = D / (3N) for D in ``p.synthetic_dims`` with R in
     ``p.repetitions`` and for D in ``p.digits_dims`` with R = 1; wide: N = D / 3, L = 1 for D in
-    ``p.wide_dims``; width sweep at D = ``p.width_dim``: N in ``p.width_qubits``, L = D / (3N).
+    ``p.wide_dims``; width sweep at D = ``p.width_dim``: N in ``p.width_qubits``, L = D / (3N);
+    negative controls on synthetic_permuted (training labels permuted), R = 1: the deep-narrow circuits
+    at every synthetic D and the wide circuit N = D/3, L = 1 at D = ``p.width_dim``.
     """
     jobs: dict[tuple, dict] = {}
 
@@ -432,6 +441,9 @@ def build_jobs(p: Params) -> list[dict]:
     for ds in ("synthetic", "digits"):
         for n in p.width_qubits:
             add(ds, p.width_dim, n, 1, "width_sweep")
+    for dim in p.synthetic_dims:
+        add("synthetic_permuted", dim, n0, 1, "control")
+    add("synthetic_permuted", p.width_dim, p.width_dim // 3, 1, "control")
     cost = lambda j: j["R"] * j["L"] * (j["N"] + 2) * (1 + 2 ** j["N"] / 64)  # noqa: E731
     return sorted(jobs.values(), key=lambda j: (-cost(j), j["dataset"], j["D"], j["N"], j["R"]))
 

@@ -48,6 +48,9 @@ LN2PI = float(np.log(2.0 * np.pi))
 PROBLEMS = ("discrete", "continuous")
 ESTIMATORS = ("eps_z", "eps_theta")
 ACQUISITIONS = ("bald", "entropy", "random")
+CONTROL_ACQUISITION = "random_control"
+"""Uniform random acquisition from a second, independent stream: the negative control of 'BALD beats random'
+(random vs random must not show a difference whose CI excludes zero)."""
 
 
 # =============================================================================== 1. decision theory
@@ -398,7 +401,7 @@ def acquisition_scores(name: str, probs: np.ndarray, rng: np.random.Generator) -
         return bald(probs)
     if name == "entropy":
         return predictive_entropy(probs)
-    if name == "random":
+    if name in ("random", CONTROL_ACQUISITION):
         return rng.random(probs.shape[1])
     raise ValueError(f"unknown acquisition {name!r}")
 
@@ -413,7 +416,8 @@ def run_active_learning(data: dict[str, np.ndarray], acquisition: str, p: Params
     n_classes = int(max(data["y_pool"].max(), data["y_test"].max())) + 1
     labelled = np.zeros(len(data["y_pool"]), dtype=bool)
     labelled[data["init"]] = True
-    rng = np.random.default_rng([seed, 3])
+    # the control draws its random scores from its own stream, everything else is shared (paired)
+    rng = np.random.default_rng([seed, 4] if acquisition == CONTROL_ACQUISITION else [seed, 3])
     rows = []
     for rnd in range(p.al_rounds + 1):
         idx = np.flatnonzero(labelled)

@@ -24,6 +24,7 @@ Shapes: data sets are float32 tensors (n, d); d = 2 for the toy densities, d = 6
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,15 +121,17 @@ def fit(denoiser: diffusion.EDMPrecond, data: torch.Tensor, steps: int, batch_si
 
 def sfbd(denoiser: diffusion.EDMPrecond, noisy: torch.Tensor, *, rounds: int, sigmas: torch.Tensor,
          finetune_steps: int, batch_size: int, lr: float, seed: int, clip: tuple[float, float] | None = None,
-         on_round: Callable[[int, diffusion.EDMPrecond, torch.Tensor], None] | None = None) -> diffusion.EDMPrecond:
+         on_round: Callable[[int, diffusion.EDMPrecond, torch.Tensor], None] | None = None,
+         denoise: bool = True) -> diffusion.EDMPrecond:
     """K rounds of backward denoising of ``noisy`` (n, d) followed by fine-tuning on the denoised set (in place).
 
     ``sigmas``: the truncated grid (first entry σ_ζ); each update is ``finetune_steps`` Adam steps (``batch_size``,
     ``lr``). ``on_round(k, denoiser, E_k)`` is called after round k's update, with E_k the denoised samples the
-    update was trained on. Returns the final denoiser D_φK.
+    update was trained on. Returns the final denoiser D_φK. ``denoise=False`` ablates the backward denoising (each
+    round fine-tunes on the noisy data as they are): the negative control of the claims.
     """
     for k in range(1, rounds + 1):
-        denoised, _ = backward_denoise(as_denoise_fn(denoiser), noisy, sigmas, clip)
+        denoised = backward_denoise(as_denoise_fn(denoiser), noisy, sigmas, clip)[0] if denoise else noisy
         fit(denoiser, denoised, finetune_steps, batch_size, lr, seed=seed + k)
         if on_round is not None:
             on_round(k, denoiser, denoised)
@@ -304,7 +307,7 @@ def _run(p: Params, seed: int, kind: str) -> dict:
     rows: list[dict] = []
     denoise_rows: list[dict] = []
     method_ids = {"oracle": 1, "noisy_naive": 2, f"clean_only_{LOW}": 3, f"clean_only_{HIGH}": 4,
-                  f"sfbd_{LOW}": 5, f"sfbd_{HIGH}": 6, "sfbd_noclean": 7}
+                  f"sfbd_{LOW}": 5, f"sfbd_{HIGH}": 6, "sfbd_noclean": 7, f"noisy_finetune_{LOW}": 8}
 
     n_shown = p.n_shown if kind == "toy" else 10  # points of the toy scatter; digit images
     shown: dict[str, list] = {"noisy_data": data["noisy"][:n_shown].tolist(), "clean_data": data["test"][:n_shown].tolist()}
@@ -357,6 +360,14 @@ def _run(p: Params, seed: int, kind: str) -> dict:
             train_seed(f"clean_only_{level}"))
         evaluate(f"clean_only_{level}", 0, model)
         evaluate(f"sfbd_{level}", 0, model)
+        if level == LOW:
+            # the control: SFBD's loop from the same pretrained model with the denoising step ablated (the same
+            # fine-tuning rounds on the raw noisy rows), scored after round 1 and round K
+            ablated = copy.deepcopy(model)
+            sfbd(ablated, tensor(data["noisy"][noisy_rows]), rounds=p.rounds, sigmas=sigmas,
+                 finetune_steps=finetune_steps, batch_size=p.batch_size, lr=p.lr, seed=train_seed(f"sfbd_{level}"),
+                 clip=clip, denoise=False,
+                 on_round=lambda k, m, _: evaluate(f"noisy_finetune_{LOW}", k, m) if k in (1, p.rounds) else None)
         run_sfbd(f"sfbd_{level}", model, noisy_rows)
 
     # SFBD without clean pretraining: the loop starts from the naive noisy model, on the low-fraction noisy set

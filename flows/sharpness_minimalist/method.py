@@ -45,13 +45,15 @@ def make_inputs(n: int, d: int, decay: float, rng: np.random.Generator) -> np.nd
     return rng.standard_normal((n, d)) * scales
 
 
-def make_labels(X: np.ndarray, beta_norm: float, noise_levels: list[float], rng: np.random.Generator) -> np.ndarray:
-    """Labels (len(noise_levels), n): y = X beta + sigma * eps with one beta (norm beta_norm, random
-    direction) and one eps ~ N(0, I_n) shared by all levels, so a level differs only by its noise sigma."""
-    beta = rng.standard_normal(X.shape[1])
-    beta *= beta_norm / np.linalg.norm(beta)
+def make_labels(X: np.ndarray, beta_norms: list[float], noise_levels: list[float], rng: np.random.Generator
+                ) -> np.ndarray:
+    """Labels (len(noise_levels), n): y = X beta_k + sigma_k * eps for level k, with one teacher direction
+    (random, scaled to norm beta_norms[k]) and one eps ~ N(0, I_n) shared by all levels, so a level differs
+    only by its teacher norm and its noise."""
+    direction = rng.standard_normal(X.shape[1])
+    direction /= np.linalg.norm(direction)
     eps = rng.standard_normal(X.shape[0])
-    return np.stack([X @ beta + s * eps for s in noise_levels])
+    return np.stack([X @ (b * direction) + s * eps for b, s in zip(beta_norms, noise_levels)])
 
 
 def optimum(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -327,19 +329,22 @@ def _tail(values: np.ndarray, tail_frac: float) -> np.ndarray:
     return values[-k:]
 
 
-def synthetic_data(p: Params, seed: int) -> dict[str, np.ndarray]:
-    """The seed's synthetic regression data: X (p.n, p.d) with the power-law spectrum (p.spectrum_decay) and
-    its labels (teacher norm p.beta_norm) at every noise level Y_levels (len(p.noise_levels), n) and at
-    p.base_noise Y_base (n,); the isotropic control X_iso, Y_iso."""
-    rng = np.random.default_rng([seed, 0])
-    X = make_inputs(p.n, p.d, p.spectrum_decay, rng)
-    X_iso = make_inputs(p.n, p.d, 0.0, rng)
-    return {
-        "X": X, "X_iso": X_iso,
-        "Y_levels": make_labels(X, p.beta_norm, p.noise_levels, rng),
-        "Y_base": make_labels(X, p.beta_norm, [p.base_noise], rng)[0],
-        "Y_iso": make_labels(X_iso, p.beta_norm, [p.base_noise], rng)[0],
-    }
+SPECTRA = ("isotropic", "power_law")
+"""Input spectra: isotropic (primary) and power-law diag(k^-p.spectrum_decay) (secondary: chosen after
+exploratory isotropic runs did not settle at the edge of stability, so it is reported beside, never instead)."""
+
+
+def synthetic_data(p: Params, seed: int) -> dict[str, dict[str, np.ndarray]]:
+    """The seed's synthetic regression data for each input spectrum: X (p.n, p.d), the labels of every
+    difficulty level Y_levels (len(p.noise_levels), n) (teacher norm p.level_beta_norms[k], noise
+    p.noise_levels[k]) and the labels Y_base (n,) of the EoS, depth and SGD runs (p.beta_norm, p.base_noise)."""
+    out = {}
+    for k, spectrum in enumerate(SPECTRA):
+        rng = np.random.default_rng([seed, 0, k])
+        X = make_inputs(p.n, p.d, 0.0 if spectrum == "isotropic" else p.spectrum_decay, rng)
+        out[spectrum] = {"X": X, "Y_levels": make_labels(X, p.level_beta_norms, p.noise_levels, rng),
+                         "Y_base": make_labels(X, [p.beta_norm], [p.base_noise], rng)[0]}
+    return out
 
 
 def minimalist_loss_torch(theta: torch.Tensor, X: torch.Tensor, y: torch.Tensor, depth: int) -> torch.Tensor:
@@ -362,80 +367,104 @@ def closed_form_error(X: np.ndarray, y: np.ndarray, depth: int) -> float:
     return max(abs(predicted_sharpness(X, y, depth) / top - 1.0), float(g.norm()))
 
 
+def _train_group(p: Params, runs: list[dict], steps: int, rng: np.random.Generator) -> dict:
+    """One vectorised training loop over ``runs`` (dicts with X, y, depth, eta, batch_size)."""
+    return train_minimalist(np.stack([r["X"] for r in runs]), np.stack([r["y"] for r in runs]),
+                            np.array([r["depth"] for r in runs]), np.array([r["eta"] for r in runs]),
+                            np.array([r["batch_size"] for r in runs]), steps, p.init_norm, rng, p.record_every)
+
+
 def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
     """All experiments for one seed; returns per-run summaries and downsampled trajectories (plain rows).
 
-    Runs (all on this seed's synthetic data, one vectorised training loop; r = eta * S* / 2; the names
-    below are fields of ``p``, as are steps, init_norm, record_every, curve_points and tail_frac):
-      eos     GD at depth_main, noise base_noise, eta = r * 2 / S*  for r in eos_step_ratios
-      control the same on isotropic inputs (decay 0), reported only
-      diff    GD at depth_main for every noise level, eta = small_step_ratio * 2 / S* (below the edge)
-      depth   GD at noise base_noise for every depth, eta = small_step_ratio * 2 / S*
+    Every synthetic run is done on both input spectra (``SPECTRA``). Two vectorised training loops:
+
+    at the step size relative to the closed form, eta = r * 2 / S* (r = eta S*/2 says where S* sits
+    relative to the edge 2/eta, the condition of the edge-of-stability claim), ``p.steps`` updates:
+      eos     GD at depth_main, labels Y_base, for r in eos_step_ratios
+      linear  negative control of progressive sharpening: the depth ablated (D = 1, plain linear
+              regression, whose Hessian X^T X/n never moves) at eta = r * 2 / lambda_max(X^T X/n) for
+              every r < 1 of eos_step_ratios (above its edge a linear model diverges)
       sgd     SGD with each batch size, and GD, at eta = r * 2 / S* for r in sgd_step_ratios
+      gd2     negative control of SGD < GD: a second GD run (another initial direction) at each of those eta
+    at one fixed step size ``p.fixed_eta`` for every level, depth and seed, ``p.fixed_eta_steps`` updates:
+      diff    GD at depth_main for every difficulty level (teacher norm, noise)
+      depth   GD with labels Y_base for every depth
     and, when ``digits_path`` (Parquet of load_digits: 64 pixel columns + "target") is given, the tanh MLP
     on two digit classes ``p.mlp_classes`` at every label-noise level ``p.mlp_label_noise`` (the other
     ``p.mlp_*`` fields set its size and training).
     """
     data = synthetic_data(p, seed)
-    X, n = data["X"], p.n
-    D0 = p.depth_main
-    runs: list[dict] = []
+    n, D0 = p.n, p.depth_main
+    relative: list[dict] = []
+    fixed: list[dict] = []
 
-    def add(group: str, Xr: np.ndarray, yr: np.ndarray, depth: int, ratio: float, batch: int, **extra: Any) -> None:
-        runs.append({"group": group, "X": Xr, "y": yr, "depth": depth, "ratio": ratio, "batch_size": batch, **extra})
+    def add(into: list, spectrum: str, group: str, y: np.ndarray, depth: int, batch: int = n,
+            ratio: float | None = None, **extra: Any) -> None:
+        X = data[spectrum]["X"]
+        run = {"spectrum": spectrum, "group": group, "X": X, "y": y, "depth": depth, "batch_size": batch, **extra}
+        _, run["Q"] = optimum(X, y)
+        run["S_pred"] = predicted_sharpness(X, y, depth)
+        run["S_linear"] = predicted_sharpness(X, y, 1)  # lambda_max(X^T X/n): the depth-free prediction
+        run["eta"] = ratio * 2.0 / run["S_pred"] if ratio is not None else p.fixed_eta
+        run["ratio"] = ratio if ratio is not None else p.fixed_eta * run["S_pred"] / 2.0
+        into.append(run)
 
-    for r in p.eos_step_ratios:
-        add("eos", X, data["Y_base"], D0, r, n)
-        add("control", data["X_iso"], data["Y_iso"], D0, r, n)
-    for level, y in enumerate(data["Y_levels"]):
-        add("diff", X, y, D0, p.small_step_ratio, n, level=level, noise=p.noise_levels[level])
-    for D in p.depths:
-        add("depth", X, data["Y_base"], D, p.small_step_ratio, n)
-    for r in p.sgd_step_ratios:
-        for b in [*p.sgd_batch_sizes, n]:
-            add("sgd", X, data["Y_base"], D0, r, b)
-    for run in runs:
-        _, run["Q"] = optimum(run["X"], run["y"])
-        run["S_pred"] = predicted_sharpness(run["X"], run["y"], run["depth"])
-        run["eta"] = run["ratio"] * 2.0 / run["S_pred"]
+    for spectrum in SPECTRA:
+        sd = data[spectrum]
+        for r in p.eos_step_ratios:
+            add(relative, spectrum, "eos", sd["Y_base"], D0, ratio=r)
+            if r < 1:
+                add(relative, spectrum, "linear", sd["Y_base"], 1, ratio=r)
+        for r in p.sgd_step_ratios:
+            for b in [*p.sgd_batch_sizes, n]:
+                add(relative, spectrum, "sgd", sd["Y_base"], D0, b, ratio=r)
+            add(relative, spectrum, "gd2", sd["Y_base"], D0, ratio=r)
+        for level, y in enumerate(sd["Y_levels"]):
+            add(fixed, spectrum, "diff", y, D0, level=level, noise=p.noise_levels[level],
+                teacher_norm=p.level_beta_norms[level])
+        for D in p.depths:
+            add(fixed, spectrum, "depth", sd["Y_base"], D)
 
     started, cpu_started = time.perf_counter(), time.thread_time()
-    out = train_minimalist(np.stack([r["X"] for r in runs]), np.stack([r["y"] for r in runs]),
-                           np.array([r["depth"] for r in runs]), np.array([r["eta"] for r in runs]),
-                           np.array([r["batch_size"] for r in runs]), p.steps, p.init_norm,
-                           np.random.default_rng([seed, 1]), p.record_every)
+    outs = [_train_group(p, relative, p.steps, np.random.default_rng([seed, 1])),
+            _train_group(p, fixed, p.fixed_eta_steps, np.random.default_rng([seed, 3]))]
     minimalist_s, minimalist_cpu_s = time.perf_counter() - started, time.thread_time() - cpu_started
 
     summaries, curves = [], []
-    keep = np.unique(np.linspace(0, len(out["steps"]) - 1, p.curve_points).round().astype(int))
-    for i, run in enumerate(runs):
-        sharp, lossv = out["sharpness"][:, i], out["loss"][:, i]
-        tail = _tail(sharp, p.tail_frac)
-        edge = 2.0 / run["eta"]
-        summaries.append({
-            "seed": seed, "run": i, "group": run["group"], "depth": run["depth"], "ratio": run["ratio"],
-            "eta": run["eta"], "batch_size": run["batch_size"], "level": run.get("level", -1),
-            "noise": run.get("noise", p.base_noise),
-            "decay": 0.0 if run["group"] == "control" else p.spectrum_decay,
-            "Q": run["Q"], "S_pred": run["S_pred"], "edge": edge, "S_pred_terminal": min(run["S_pred"], edge),
-            "S0": float(sharp[0]), "terminal": float(np.mean(tail)), "tail_min": float(np.min(tail)),
-            "tail_max": float(np.max(tail)), "tail_max_rel_dev_edge": float(np.max(np.abs(tail / edge - 1.0))),
-            "max_sharpness": float(np.nanmax(sharp)), "final_loss": float(lossv[-1]),
-            "min_loss": float(np.nanmin(lossv)), "diverged": bool(out["diverged"][i]),
-            "final_balance": float(np.linalg.norm(out["W"][i]) / np.abs(out["V"][i, :run["depth"] - 1]).mean())
-            if not out["diverged"][i] else float("nan"),
-        })
-        # each stored point also summarises the records since the previous one (an oscillation at the edge
-        # of stability would otherwise alias into a false pattern when the curve is thinned)
-        starts = np.r_[0, keep[:-1] + 1]
-        lo, hi = np.fmin.reduceat(sharp, starts), np.fmax.reduceat(sharp, starts)
-        mean = np.add.reduceat(sharp, starts) / np.diff(np.r_[starts, len(sharp)])
-        curves += [{"seed": seed, "run": i, "group": run["group"], "ratio": run["ratio"], "batch_size": run["batch_size"],
-                    "step": int(out["steps"][k]), "sharpness": float(sharp[k]), "window_mean": float(mean[j]),
-                    "window_min": float(lo[j]), "window_max": float(hi[j]), "loss": float(lossv[k]),
-                    "edge": edge, "S_pred": run["S_pred"]} for j, k in enumerate(keep)]
+    for runs, out in zip((relative, fixed), outs):
+        keep = np.unique(np.linspace(0, len(out["steps"]) - 1, p.curve_points).round().astype(int))
+        for i, run in enumerate(runs):
+            sharp, lossv = out["sharpness"][:, i], out["loss"][:, i]
+            tail = _tail(sharp, p.tail_frac)
+            edge = 2.0 / run["eta"]
+            diverged = bool(out["diverged"][i])
+            summaries.append({
+                "seed": seed, "run": len(summaries), "spectrum": run["spectrum"], "group": run["group"],
+                "depth": run["depth"], "ratio": run["ratio"], "eta": run["eta"], "batch_size": run["batch_size"],
+                "level": run.get("level", -1), "noise": run.get("noise", p.base_noise),
+                "teacher_norm": run.get("teacher_norm", p.beta_norm),
+                "Q": run["Q"], "S_pred": run["S_pred"], "S_linear": run["S_linear"], "edge": edge,
+                "S_pred_terminal": min(run["S_pred"], edge),
+                "S0": float(sharp[0]), "terminal": float(np.mean(tail)), "tail_min": float(np.min(tail)),
+                "tail_max": float(np.max(tail)), "tail_max_rel_dev_edge": float(np.max(np.abs(tail / edge - 1.0))),
+                "max_sharpness": float(np.nanmax(sharp)), "final_loss": float(lossv[-1]),
+                "min_loss": float(np.nanmin(lossv)), "diverged": diverged,
+                "final_balance": float(np.linalg.norm(out["W"][i]) / np.abs(out["V"][i, :run["depth"] - 1]).mean())
+                if not diverged and run["depth"] > 1 else float("nan"),
+            })
+            # each stored point also summarises the records since the previous one (an oscillation at the edge
+            # of stability would otherwise alias into a false pattern when the curve is thinned)
+            starts = np.r_[0, keep[:-1] + 1]
+            lo, hi = np.fmin.reduceat(sharp, starts), np.fmax.reduceat(sharp, starts)
+            mean = np.add.reduceat(sharp, starts) / np.diff(np.r_[starts, len(sharp)])
+            curves += [{"seed": seed, "run": summaries[-1]["run"], "spectrum": run["spectrum"], "group": run["group"],
+                        "ratio": run["ratio"], "batch_size": run["batch_size"], "depth": run["depth"],
+                        "level": run.get("level", -1), "step": int(out["steps"][k]), "sharpness": float(sharp[k]),
+                        "window_mean": float(mean[j]), "window_min": float(lo[j]), "window_max": float(hi[j]),
+                        "loss": float(lossv[k]), "edge": edge, "S_pred": run["S_pred"]} for j, k in enumerate(keep)]
 
-    closed_form = max(closed_form_error(X, data["Y_base"], D) for D in p.depths)
+    closed_form = max(closed_form_error(data[sp]["X"], data[sp]["Y_base"], D) for sp in SPECTRA for D in p.depths)
     result = {"seed": seed, "runs": summaries, "curves": curves, "closed_form_error": closed_form,
               "timings": {"minimalist_s": minimalist_s, "minimalist_cpu_s": minimalist_cpu_s}}
     if digits_path is not None:

@@ -397,8 +397,8 @@ def diffusion_experiment(name: str, p: Params, seed: int, index: int = 0) -> dic
 
 
 def langevin_experiment(name: str, p: Params, seed: int, index: int = 0) -> dict:
-    """Plain ULA vs speculative ULA with the frozen-gradient draft (every L in ``p.lookaheads``) on one
-    unnormalised 2-D density: ``p.n_samples`` chains of ``p.langevin_steps`` steps of size ``p.langevin_step``."""
+    """Plain ULA vs speculative ULA with the frozen-gradient draft (every L in ``p.lookaheads``, and uncorrected at
+    the largest L) on one unnormalised 2-D density: ``p.n_samples`` chains of ``p.langevin_steps`` steps of size ``p.langevin_step``."""
     grad = langevin_grad_fn(name)
     chain = langevin_chain(p.langevin_step, p.langevin_steps)
     n, K = p.n_samples, p.langevin_steps
@@ -410,16 +410,18 @@ def langevin_experiment(name: str, p: Params, seed: int, index: int = 0) -> dict
     base = {"kind": "langevin", "dataset": name}
     rows = [{**base, "draft": "plain", "L": 1, "nfe_seq": float(K), "nfe_ratio": 1.0, "target_rows": float(K),
              "draft_nfe": 0.0, "accept_rate": float("nan"), "wall_s": wall_plain}]
-    for variant, L in enumerate(p.lookaheads, start=1):
+    # the uncorrected draft (no rejection step) at the largest L: the negative control of the exactness test
+    variants = [("frozen", L, True) for L in p.lookaheads] + [("frozen_unverified", p.lookaheads[-1], False)]
+    for variant, (draft, L, verify) in enumerate(variants, start=1):
         x_init = torch.randn((n, 2), generator=torch_generator(_stream(seed, index, variant, 0)),
                              dtype=torch.float64)
         gen = torch_generator(_stream(seed, index, variant, 1))
-        out, st, wall = _timed(speculative_sample, chain, target, x_init, L, gen, draft="frozen")
+        out, st, wall = _timed(speculative_sample, chain, target, x_init, L, gen, draft="frozen", verify=verify)
         tests = two_sample.kernel_permutation_tests(out.numpy(), plain, p.n_permutations,
                                          seed=_stream(seed, index, variant, 2))
         summary = _summary(st, nfe_plain)
         summary.pop("batched_calls")
-        rows.append({**base, "draft": "frozen", "L": L, **summary, "wall_s": wall, "mmd": tests["mmd"],
+        rows.append({**base, "draft": draft, "L": L, **summary, "wall_s": wall, "mmd": tests["mmd"],
                      "mmd_p": tests["mmd_p"], "energy": tests["energy"], "energy_p": tests["energy_p"]})
     return {"rows": rows}
 

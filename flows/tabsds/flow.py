@@ -12,8 +12,20 @@ import pandas as pd
 from flows.tabsds import method
 from flows.tabsds.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.paper import paper_flow, run_mapped, run_task
+
+def _speed_claim(other: str, claim_id: str, threshold: float, comparison: str, text: str, control: str,
+                 control_name: str, scaled: str | None = None) -> Claim:
+    """TabSDS time / ``other``'s time, worst table; the control puts another slow generator in TabSDS's place."""
+    return Claim(id=claim_id, text=text, source="abstract; plan claim 1", metric=f"timings.speed.max_ratio_{other}",
+                 comparison=comparison, threshold=threshold, kind="magnitude" if threshold < 1 else "direction",
+                 role="claim", per_setting=f"timings.speed.{other}",
+                 no_interval_reason="the baselines run on one seed (one split) per table: the metric is the worst "
+                                    "table's single time ratio",
+                 control=Control(name=control_name, metric=f"timings.speed.control_{control}_over_{other}.max"),
+                 scaled=scaled)
+
 
 PAPER = Paper(
     slug="tabsds",
@@ -23,35 +35,37 @@ PAPER = Paper(
     source="abstracts-004.txt #12",
     official_code="echaibub/TabSDS (GitHub; Python utilities and Synthcity plugin read)",
     claims=(
-        Claim(id="faster_than_ctgan_100x",
-              text="the execution time of TabSDS is orders of magnitude faster than the deep generative baselines "
-                   "(CTGAN: TabSDS fit+sample time <= 1/100 of CTGAN's on every dataset)",
-              source="abstract; plan claim 1", metric="timings.speed.max_ratio_ctgan", comparison="<=", threshold=0.01,
-              kind="magnitude",
-              scaled="CTGAN runs 100 epochs on at most 1,000 rows, far below the paper's tables: its time here is a "
-                     "lower bound on the paper's"),
-        Claim(id="faster_than_tabddpm_100x",
-              text="orders of magnitude faster than the deep generative baselines (TabDDPM: TabSDS time <= 1/100 of "
-                   "TabDDPM's on every dataset)",
-              source="abstract; plan claim 1", metric="timings.speed.max_ratio_tabddpm", comparison="<=", threshold=0.01,
-              kind="magnitude",
-              scaled="a compact TabDDPM (1,000 Adam steps, 100 diffusion steps) instead of the reference one "
-                     "(tens of thousands of steps, T = 1,000): its time here is a lower bound"),
-        Claim(id="faster_than_arf",
-              text="and also considerably faster than other computationally efficient baselines such as adversarial "
-                   "random forests (TabSDS time < ARF time on every dataset)",
-              source="abstract; plan claim 1", metric="timings.speed.max_ratio_arf", comparison="<", threshold=1.0,
-              kind="direction"),
+        _speed_claim("ctgan", "faster_than_ctgan_100x", 0.01, "<=",
+                     "the execution time of TabSDS is orders of magnitude faster than the deep generative baselines "
+                     "(CTGAN: TabSDS fit+sample time <= 1/100 of CTGAN's on every dataset)",
+                     "tvae", "TVAE (a deep generator of the same library) instead of TabSDS",
+                     scaled="CTGAN runs 100 epochs on at most 1,000 rows, far below the paper's tables: its time here "
+                            "is a lower bound on the paper's"),
+        _speed_claim("tabddpm", "faster_than_tabddpm_100x", 0.01, "<=",
+                     "orders of magnitude faster than the deep generative baselines (TabDDPM: TabSDS time <= 1/100 of "
+                     "TabDDPM's on every dataset)",
+                     "tvae", "TVAE (a deep generator) instead of TabSDS",
+                     scaled="a compact TabDDPM (1,000 Adam steps, 100 diffusion steps) instead of the reference one "
+                            "(tens of thousands of steps, T = 1,000): its time here is a lower bound"),
+        _speed_claim("arf", "faster_than_arf", 1.0, "<",
+                     "and also considerably faster than other computationally efficient baselines such as adversarial "
+                     "random forests (TabSDS time < ARF time on every dataset)",
+                     "tabddpm", "TabDDPM (a deep generator) instead of TabSDS"),
         Claim(id="competitive_with_tabddpm",
               text="TabSDS showed very competitive performance against all baselines (including TabDDPM) -- TSTR >= "
-                   "TabDDPM's - 0.05 and detection AUC <= TabDDPM's + 0.05 on >= 3 of 4 datasets",
-              source="abstract; plan claim 2", metric="competitive.fraction_ok", comparison=">=", threshold=0.75,
-              kind="magnitude"),
+                   "TabDDPM's - 0.05, detection AUC <= TabDDPM's + 0.05, and distance to closest record (DCR, "
+                   "relative to held-out real rows) >= TabDDPM's - 0.05, on >= 3 of 4 datasets",
+              source="abstract; plan claim 2; DCR condition added by the verdict-rules issue",
+              metric="competitive.tabsds.fraction_ok", comparison=">=", threshold=0.75, kind="magnitude",
+              role="claim", per_setting="competitive.tabsds.ok_by_dataset",
+              no_interval_reason="TabDDPM runs on one seed (one split) per table; the metric counts tables",
+              control=Control(name="jittered copies of the training rows (a near-memoriser)",
+                              metric="competitive.jittered_copy.fraction_ok")),
         Claim(id="no_exact_copies",
               text="IOS sampling draws new values, so no TabSDS row is an exact copy of a training row "
                    "(exact-copy rate = 0 on every dataset and seed)",
               source="plan claim 3 (sanity)", metric="privacy.tabsds_exact_copy_rate_max", comparison="<=",
-              threshold=0.0, kind="exact"),
+              threshold=0.0, kind="exact", role="sanity"),
     ),
     limitations=(
         "Four small bundled tables (89 to 1,000 training rows, 9 to 31 columns) stand in for the paper's 16 "
@@ -60,9 +74,10 @@ PAPER = Paper(
         "steps, so its quality and its time are both below the paper's TabDDPM. The library baselines and TabDDPM "
         "run on one seed (one train/holdout split) per table, TabSDS and the references on all seeds, so the "
         "competitive check compares single runs. Times are wall-clock on a shared 2-core machine with seeds in "
-        "parallel threads (the library baselines one at a time under a lock); the orders of magnitude, not the "
+        "parallel threads (the library baselines one at a time under a lock, timed once it is held); the orders of magnitude, not the "
         "exact ratios, are what carries over. TabSDS's tuning parameter n_c is fixed (10 and 30; the claims use "
-        "the official plugin's default 30) rather than tuned per table with the paper's DCR-based selection."
+        "the official plugin's default 30) rather than tuned per table with the paper's DCR-based selection; the "
+        "competitive claim's DCR condition therefore tests the default n_c, not the paper's privacy-matched one."
     ),
 )
 
@@ -80,38 +95,37 @@ def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     refs = pd.DataFrame([res["reference"] for res in results]).sort_values(["dataset", "seed"])
     runs, refs = runs.reset_index(drop=True), refs.reset_index(drop=True)
 
+    # DCR relative to held-out real rows of the same split: 1 = as far from the training rows as fresh real data
+    holdout_dcr = refs.set_index(["dataset", "seed"])["dcr_holdout_median"]
+    runs["dcr_ratio"] = runs["dcr_median"].to_numpy() / holdout_dcr.loc[list(zip(runs["dataset"], runs["seed"]))].to_numpy()
+
     primary = f"tabsds_{params.claim_n_levels}"
-    metric_cols = ["seconds", "ks_tv", "corr_error", "energy", "detection_auc", "tstr", "dcr_median", "exact_copy_rate"]
+    metric_cols = ["seconds", "ks_tv", "corr_error", "energy", "detection_auc", "tstr", "dcr_median", "dcr_ratio",
+                   "exact_copy_rate"]
     summary = runs.groupby(["dataset", "method"], sort=True)[metric_cols].mean().reset_index()
     summary["n_seeds"] = runs.groupby(["dataset", "method"], sort=True).size().to_numpy()
 
-    def paired(dataset: str, other: str, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """``column`` of the primary TabSDS and of ``other`` on the seeds where both ran."""
-        a = runs[(runs["dataset"] == dataset) & (runs["method"] == primary)].set_index("seed")[column]
+    def paired(dataset: str, method_a: str, other: str, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """``column`` of ``method_a`` and of ``other`` on the seeds where both ran."""
+        a = runs[(runs["dataset"] == dataset) & (runs["method"] == method_a)].set_index("seed")[column]
         b = runs[(runs["dataset"] == dataset) & (runs["method"] == other)].set_index("seed")[column]
         common = a.index.intersection(b.index)
         return a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)
 
-    speed, competitive = {}, {}
+    def time_ratios(method_a: str, other: str) -> dict[str, float]:
+        return {d: float(a.mean() / b.mean()) for d in params.datasets
+                for a, b in [paired(d, method_a, other, "seconds")] if len(a)}
+
+    speed = {}
     for other in ("ctgan", "tvae", "tabddpm", "arf", "gaussian_copula"):
-        ratios = {}
-        for d in params.datasets:
-            a, b = paired(d, other, "seconds")
-            if len(a):
-                ratios[d] = float(a.mean() / b.mean())
-        speed[other] = ratios
-        speed[f"max_ratio_{other}"] = max(ratios.values()) if ratios else float("nan")
-    per_dataset_ok = {}
-    for d in params.datasets:
-        a_tstr, b_tstr = paired(d, "tabddpm", "tstr")
-        a_auc, b_auc = paired(d, "tabddpm", "detection_auc")
-        if len(a_tstr):
-            tstr_gap, auc_gap = float((a_tstr - b_tstr).mean()), float((a_auc - b_auc).mean())
-            per_dataset_ok[d] = {"tstr_gap": tstr_gap, "auc_gap": auc_gap, "ok": float(tstr_gap >= -0.05 and auc_gap <= 0.05)}
-    competitive = {"by_dataset": per_dataset_ok, "n_datasets": len(per_dataset_ok),
-                   "n_ok": int(sum(v["ok"] for v in per_dataset_ok.values())),
-                   "fraction_ok": (float(np.mean([v["ok"] for v in per_dataset_ok.values()]))
-                                   if per_dataset_ok else float("nan"))}
+        speed[other] = time_ratios(primary, other)
+        speed[f"max_ratio_{other}"] = max(speed[other].values()) if speed[other] else float("nan")
+    for control, other in (("tvae", "ctgan"), ("tvae", "tabddpm"), ("tabddpm", "arf")):   # the claims' controls
+        ratios = time_ratios(control, other)
+        speed[f"control_{control}_over_{other}"] = {**ratios, "max": max(ratios.values()) if ratios else float("nan")}
+
+    competitive = {"tabsds": _competitive(paired, params.datasets, primary),
+                   method.CONTROL: _competitive(paired, params.datasets, method.CONTROL)}
     tab = runs[runs["method"] == primary]
     privacy = {"tabsds_exact_copy_rate_max": float(tab["exact_copy_rate"].max()),
                "exact_copy_rate": {d: {m: float(g["exact_copy_rate"].mean()) for m, g in runs[runs["dataset"] == d].groupby("method")}
@@ -134,6 +148,32 @@ def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     figure = _figure(summary, refs, primary)
     return RunOutput(metrics=metrics, tables={"plot": plot, "summary": summary, "runs": runs, "references": refs},
                      figure=figure, setup=_setup(params, ctx), notes=_notes(params, metrics, primary))
+
+
+COMPETITIVE_MARGIN = 0.05   # the plan's tolerance on each axis (TSTR, detection AUC, and DCR ratio)
+
+
+def _competitive(paired, datasets: list[str], generator: str) -> dict:
+    """Is ``generator`` competitive with TabDDPM on each table (paired seeds)? TSTR gap >= -0.05, detection-AUC gap
+    <= +0.05, and DCR-ratio gap >= -0.05: held-out-based detection cannot see a jittered copy of the training
+    rows, the distance to the closest training record can (relative to held-out real rows, the natural scale)."""
+    by_dataset = {}
+    for d in datasets:
+        gaps = {}
+        for column, sign in (("tstr", 1.0), ("detection_auc", -1.0), ("dcr_ratio", 1.0)):
+            a, b = paired(d, generator, "tabddpm", column)
+            if len(a):
+                gaps[column] = float((a - b).mean())
+        if len(gaps) < 3:
+            continue
+        tstr_ok, auc_ok = gaps["tstr"] >= -COMPETITIVE_MARGIN, gaps["detection_auc"] <= COMPETITIVE_MARGIN
+        dcr_ok = gaps["dcr_ratio"] >= -COMPETITIVE_MARGIN
+        by_dataset[d] = {"tstr_gap": gaps["tstr"], "auc_gap": gaps["detection_auc"], "dcr_ratio_gap": gaps["dcr_ratio"],
+                         "ok_without_dcr": float(tstr_ok and auc_ok), "ok": float(tstr_ok and auc_ok and dcr_ok)}
+    frac = lambda key: float(np.mean([v[key] for v in by_dataset.values()])) if by_dataset else float("nan")
+    return {"by_dataset": by_dataset, "ok_by_dataset": {d: v["ok"] for d, v in by_dataset.items()},
+            "n_datasets": len(by_dataset), "n_ok": int(sum(v["ok"] for v in by_dataset.values())),
+            "fraction_ok": frac("ok"), "fraction_ok_without_dcr": frac("ok_without_dcr")}
 
 
 def _figure(summary: pd.DataFrame, refs: pd.DataFrame, primary: str):
@@ -188,13 +228,17 @@ def _setup(params: Params, ctx: RunContext) -> str:
         "telling *held-out* real rows from synthetic ones; utility TSTR = random forest trained on synthetic, "
         "accuracy / R^2 on the held-out half (TRTR: trained on the real training half); privacy = median over "
         "training rows of the distance to the closest synthetic row (standardised numerics + one-hot), and the "
-        "fraction of synthetic rows identical to a training row. Time = fit + sample wall-clock of each generator "
+        "fraction of synthetic rows identical to a training row; the DCR ratio divides the median DCR by that of the "
+        "held-out real rows of the same split (1 = as far from the training rows as fresh real data). Negative "
+        f"control: jittered copies of the training rows (noise {params.jitter_scale:g} sd), on every seed. "
+        "Time = fit + sample wall-clock of each generator "
         "in this run."
     )
 
 
 def _notes(params: Params, metrics: dict, primary: str) -> str:
-    sp, comp, priv = metrics["timings"]["speed"], metrics["competitive"], metrics["privacy"]
+    sp, priv = metrics["timings"]["speed"], metrics["privacy"]
+    comp, ctrl = metrics["competitive"]["tabsds"], metrics["competitive"][method.CONTROL]
     lines = [
         ("**Faithfulness.** The TabSDS steps follow the official Python utilities (`echaibub/TabSDS`, "
         "`utility_functions_syn_tab_sjppds_for_icml_2025.py` and the Synthcity plugin, defaults n_levels = 30, "
@@ -216,8 +260,23 @@ def _notes(params: Params, metrics: dict, primary: str) -> str:
         f"{sp['max_ratio_ctgan']:.2g}, TabDDPM {sp['max_ratio_tabddpm']:.2g}, ARF {sp['max_ratio_arf']:.2g}, "
         f"TVAE {sp['max_ratio_tvae']:.2g}, copula {sp['max_ratio_gaussian_copula']:.2g}. Competitive with TabDDPM on "
         f"{comp['n_ok']} of {comp['n_datasets']} tables ("
-        + "; ".join(f"{d}: TSTR gap {v['tstr_gap']:+.3f}, AUC gap {v['auc_gap']:+.3f}" for d, v in comp["by_dataset"].items())
-        + "; TabSDS minus TabDDPM, one seed).",
+        + "; ".join(f"{d}: TSTR gap {v['tstr_gap']:+.3f}, AUC gap {v['auc_gap']:+.3f}, DCR-ratio gap "
+                    f"{v['dcr_ratio_gap']:+.3f}" for d, v in comp["by_dataset"].items())
+        + f"; TabSDS minus TabDDPM, one seed); without the DCR condition: {comp['fraction_ok_without_dcr']:.2f} of "
+          "tables.",
+        (f"**Negative control (jittered copies).** The training rows plus N(0, ({params.jitter_scale:g} sd)^2) noise on "
+         "the numeric columns. By TSTR and held-out detection AUC alone (the claim's metric before the DCR "
+         f"condition) it is competitive with TabDDPM on a fraction {ctrl['fraction_ok_without_dcr']:.2f} of tables "
+         "(noise on integer-valued columns is visible to the detector; where the columns are continuous the "
+         f"two axes cannot tell it from real data), and on {ctrl['fraction_ok']:.2f} with the DCR condition ("
+         + "; ".join(f"{d}: DCR-ratio gap {v['dcr_ratio_gap']:+.3f}" for d, v in ctrl["by_dataset"].items())
+         + "). The DCR condition is the verdict-rules issue's: TabSDS at n_c = 30 keeps each row within a "
+           "few bins of a real one, so its DCR is a fraction of held-out rows'."),
+        (f"**Timing.** Times start once a library baseline holds the global-RNG lock (the previous code started "
+         "the clock before, so the baselines' times included waits for other seeds' baselines). Controls of the "
+         "speed claims: TVAE / CTGAN worst table "
+         f"{sp['control_tvae_over_ctgan']['max']:.2g}, TVAE / TabDDPM {sp['control_tvae_over_tabddpm']['max']:.2g}, "
+         f"TabDDPM / ARF {sp['control_tabddpm_over_arf']['max']:.2g} (each should fail its claim's threshold)."),
         f"**Exact copies.** Largest TabSDS exact-copy rate: {priv['tabsds_exact_copy_rate_max']:.3f}. "
         + ", ".join(f"{d}: {v[primary]:.3f}" for d, v in priv["exact_copy_rate"].items() if primary in v)
         + ". IOS draws uniformly between two order statistics, so a column whose values repeat (fair's age, "

@@ -20,6 +20,7 @@ Read top to bottom:
 No Prefect, no DVC. TabSDS, TabDDPM and the metrics draw from explicit generators; the library
 baselines (copulas, ctgan, arfpy) draw from NumPy's / torch's global generators, so they run one at a
 time under a lock that seeds those generators and restores them afterwards (same seed -> same table).
+Their clock starts once the lock is held: waiting for another seed's baseline is not their run time.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ DATASETS = get_args(Table)
 GENERATORS = ("tabsds", "gaussian_copula", "ctgan", "tvae", "arf", "tabddpm", "marginals", "bootstrap")
 BASELINES = ("gaussian_copula", "ctgan", "tvae", "arf", "tabddpm")   # run on the first ``baseline_seeds`` seeds
 REFERENCES = ("marginals", "bootstrap")                               # cheap: every seed, like TabSDS
+LIBRARY = ("gaussian_copula", "ctgan", "tvae", "arf")                 # global RNGs: run under ``global_rng``
+CONTROL = "jittered_copy"   # negative control of the competitive claim: every seed, whatever ``p.baselines``
 
 # ---------------------------------------------------------------------------------------------- 1. data
 
@@ -261,23 +264,21 @@ COPULA_MARGINALS = {"univariate": "copulas.univariate.Univariate",          # li
 
 
 def gaussian_copula(frame: pd.DataFrame, spec: dict, n: int, seed: int, marginal: str = "univariate") -> pd.DataFrame:
-    """``copulas.multivariate.GaussianMultivariate`` with the ``marginal`` family of ``COPULA_MARGINALS``;
+    """(Call under ``global_rng(seed)``, as :func:`generate` does.) ``copulas.multivariate.GaussianMultivariate`` with the ``marginal`` family of ``COPULA_MARGINALS``;
     categorical codes are modelled as numbers and rounded back to valid codes."""
     from copulas.multivariate import GaussianMultivariate
-    with global_rng(seed):
-        model = GaussianMultivariate(distribution=COPULA_MARGINALS[marginal], random_state=seed)
-        model.fit(frame.astype(float))
-        return _valid_codes(model.sample(n), spec)
+    model = GaussianMultivariate(distribution=COPULA_MARGINALS[marginal], random_state=seed)
+    model.fit(frame.astype(float))
+    return _valid_codes(model.sample(n), spec)
 
 
 def ctgan_like(kind: str, frame: pd.DataFrame, spec: dict, n: int, seed: int, epochs: int) -> pd.DataFrame:
-    """CTGAN or TVAE from the ``ctgan`` package (library defaults except ``epochs``; CPU)."""
+    """CTGAN or TVAE from the ``ctgan`` package (library defaults except ``epochs``; CPU); call under ``global_rng``."""
     from ctgan import CTGAN, TVAE
-    with global_rng(seed):
-        model = CTGAN(epochs=epochs, verbose=False, enable_gpu=False) if kind == "ctgan" else TVAE(epochs=epochs, enable_gpu=False)
-        model.set_random_state(seed)
-        model.fit(frame, discrete_columns=list(spec["cat_cols"]))
-        return _valid_codes(model.sample(n), spec)
+    model = CTGAN(epochs=epochs, verbose=False, enable_gpu=False) if kind == "ctgan" else TVAE(epochs=epochs, enable_gpu=False)
+    model.set_random_state(seed)
+    model.fit(frame, discrete_columns=list(spec["cat_cols"]))
+    return _valid_codes(model.sample(n), spec)
 
 
 def _arfpy_module():
@@ -292,14 +293,14 @@ def _arfpy_module():
 
 
 def adversarial_rf(frame: pd.DataFrame, spec: dict, n: int, seed: int, num_trees: int) -> pd.DataFrame:
-    """Adversarial random forests + FORDE/FORGE density estimation and sampling (``arfpy``)."""
+    """Adversarial random forests + FORDE/FORGE density estimation and sampling (``arfpy``); call under ``global_rng``."""
     arf_module = _arfpy_module()
     x = frame[spec["columns"]].copy()
     for c in spec["cat_cols"]:
         x[c] = x[c].astype("category")
     # arfpy indexes its per-column Series by position, which pandas 3 reads as a label: integer labels.
     x.columns = range(x.shape[1])
-    with global_rng(seed), contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()):
         model = arf_module.arf(x=x, num_trees=num_trees, verbose=False, random_state=seed)
         model.forde()
         out = model.forge(n=n)
@@ -318,6 +319,17 @@ def independent_marginals(frame: pd.DataFrame, spec: dict, n: int, seed: int) ->
 def row_bootstrap(frame: pd.DataFrame, spec: dict, n: int, seed: int) -> pd.DataFrame:
     """Reference: real rows resampled with replacement -- perfect fidelity, no privacy."""
     return frame.iloc[np.random.default_rng([seed, 3]).integers(0, len(frame), n)].reset_index(drop=True)
+
+
+def jittered_copies(frame: pd.DataFrame, spec: dict, n: int, seed: int, scale: float) -> pd.DataFrame:
+    """Negative control, a near-memoriser: the training rows (drawn with replacement) plus Gaussian noise of
+    ``scale`` times each numeric column's standard deviation; categorical columns copied. No row is an exact
+    copy, and held-out-based detection cannot tell it from real data, yet it is the training table."""
+    rng = np.random.default_rng([seed, 6])
+    out = frame.iloc[rng.integers(0, len(frame), n)].reset_index(drop=True)
+    for c in spec["num_cols"]:
+        out[c] = out[c].to_numpy(float) + rng.normal(0.0, scale * (frame[c].std() or 1.0), n)
+    return out[spec["columns"]]
 
 
 # --- compact TabDDPM: Gaussian diffusion on quantile-normalised numerics, multinomial diffusion on categoricals
@@ -434,10 +446,18 @@ def generate(method: str, frame: pd.DataFrame, spec: dict, seed: int, p: Params)
     """Fit ``method`` on ``frame`` and draw as many rows; returns the table and the fit+sample seconds.
 
     The generator's settings come from ``p``: ``n_prop`` (TabSDS), ``copula_marginal``, ``gan_epochs``,
-    ``arf_trees``, ``ddpm_steps`` and ``ddpm_timesteps``."""
+    ``arf_trees``, ``ddpm_steps``, ``ddpm_timesteps`` and ``jitter_scale``. The clock starts after the
+    library baselines' global-RNG lock is taken, so a wait for another seed's baseline is not counted."""
     n = len(frame)
     warm_up_optimiser()
-    started = time.perf_counter()
+    with global_rng(seed) if method in LIBRARY else contextlib.nullcontext():
+        started = time.perf_counter()
+        out = _fit_sample(method, frame, spec, n, seed, p)
+        seconds = time.perf_counter() - started
+    return out, seconds
+
+
+def _fit_sample(method: str, frame: pd.DataFrame, spec: dict, n: int, seed: int, p: Params) -> pd.DataFrame:
     if method.startswith("tabsds"):
         out = tabsds(frame, spec, int(method.split("_")[1]), seed, p.n_prop)
     elif method == "gaussian_copula":
@@ -452,9 +472,11 @@ def generate(method: str, frame: pd.DataFrame, spec: dict, seed: int, p: Params)
         out = independent_marginals(frame, spec, n, seed)
     elif method == "bootstrap":
         out = row_bootstrap(frame, spec, n, seed)
+    elif method == CONTROL:
+        out = jittered_copies(frame, spec, n, seed, p.jitter_scale)
     else:
         raise ValueError(f"unknown generator '{method}'")
-    return out, time.perf_counter() - started
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- 4. metrics
@@ -558,8 +580,10 @@ def evaluate(train: pd.DataFrame, test: pd.DataFrame, syn: pd.DataFrame, spec: d
 
 
 def method_names(p: Params) -> list[str]:
-    """``tabsds_<n_c>`` for every n_c of ``p.n_levels``, then ``p.baselines`` in ``GENERATORS`` order."""
-    return [f"tabsds_{k}" for k in p.n_levels] + [m for m in GENERATORS if m != "tabsds" and m in p.baselines]
+    """``tabsds_<n_c>`` for every n_c of ``p.n_levels``, then ``p.baselines`` in ``GENERATORS`` order, then the
+    negative control ``CONTROL``."""
+    return ([f"tabsds_{k}" for k in p.n_levels] + [m for m in GENERATORS if m != "tabsds" and m in p.baselines]
+            + [CONTROL])
 
 
 def run_unit(p: Params, dataset: str, seed: int, with_baselines: bool, data_path: str | None = None) -> dict:

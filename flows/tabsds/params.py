@@ -28,6 +28,7 @@ class Params(PaperParams):
     eval_trees: int = Field(ge=1, description="trees of the detection and utility random forests")
     max_eval_rows: int = Field(ge=50, description="rows per side in the energy distance")
     fair_rows: int = Field(ge=100, le=6366, description="rows of statsmodels' fair table kept")
+    jitter_scale: float = Field(gt=0, description="noise of the jittered-copy control, in column standard deviations")
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:

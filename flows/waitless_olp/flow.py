@@ -9,7 +9,7 @@ import pandas as pd
 from flows.waitless_olp import method
 from flows.waitless_olp.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow, run_task
 
@@ -18,6 +18,16 @@ def policy_names(params: Params) -> tuple[str, str]:
     """Row names of the headline wait-less policy and of the plan's literal variant (first f exponent)."""
     tag = method.exponent_tag(params.f_exponents[0])
     return f"waitless_{tag}", f"waitless_between_{tag}"
+
+
+def ablation_name(params: Params) -> str:
+    """Row name of the negative control: the headline wait-less policy without its LP re-solves."""
+    return f"waitless_nolp_{method.exponent_tag(params.f_exponents[0])}"
+
+
+# The negative control of every regret claim: the same policy, same instances, same metric, with the LP
+# re-solves removed. If it also beat first-order by the claimed margin, the LPs would not be what wins.
+ABLATION = "wait-less without LP re-solves (ablation)"
 
 
 PAPER = Paper(
@@ -31,38 +41,48 @@ PAPER = Paper(
         Claim(id="regret_10x_first_order",
               text="Extensive experiments demonstrate at least 10-fold improvements in regret over first-order methods",
               source="abstract", metric="regret.ratio_Tmax.ratio", comparison=">=", threshold=10.0,
-              kind="magnitude", interval=("regret.ratio_Tmax.ci_low", "regret.ratio_Tmax.ci_high"),
+              kind="magnitude", role="claim", interval=("regret.ratio_Tmax.ci_low", "regret.ratio_Tmax.ci_high"),
+              control=Control(name=ABLATION, metric="control.ratio_Tmax.ratio",
+                              interval=("control.ratio_Tmax.ci_low", "control.ratio_Tmax.ci_high")),
               scaled="threshold as in the paper, but checked at the largest T of the run (8,000 by "
                      "default) instead of the paper's horizons up to 1e6; the ratio grows with T"),
         Claim(id="regret_below_first_order_every_t",
               text="... improvements in regret over first-order methods (direction: ratio > 1 at every T)",
               source="abstract; plan claim 1 (direction)", metric="regret.ratio_worst_T.ratio",
-              comparison=">", threshold=1.0, kind="direction",
-              interval=("regret.ratio_worst_T.ci_low", "regret.ratio_worst_T.ci_high")),
-        Claim(id="runtime_vs_lp_every_step",
-              text="100-fold improvements in runtime over LP-based methods",
-              source="abstract", metric="timings.runtime_ratio_over_f.mean", comparison=">=", threshold=0.5,
-              kind="magnitude",
-              interval=("timings.runtime_ratio_over_f.min", "timings.runtime_ratio_over_f.max"),
-              scaled="wall time(LP every step) / wall time(wait-less) divided by f, >= 0.5: with T/f LP "
-                     "solves instead of T the attainable speed-up is about f (32 at T=1,000), so the "
-                     "paper's 100x needs f >= 200 (T >= 40,000); interval = min/max over the instances"),
+              comparison=">", threshold=1.0, kind="direction", role="claim",
+              interval=("regret.ratio_worst_T.ci_low", "regret.ratio_worst_T.ci_high"),
+              control=Control(name=ABLATION, metric="control.ratio_worst_T.ratio",
+                              interval=("control.ratio_worst_T.ci_low", "control.ratio_worst_T.ci_high")),
+              per_setting="regret.ratio_by_T_point"),
+        Claim(id="runtime_speedup_is_solve_count",
+              text="relabelled from the abstract's '100-fold improvements in runtime over LP-based methods': "
+                   "the measured speed-up over LP-every-step, divided by the ratio of LP-solve counts "
+                   "(T-1 against T/f-1), is >= 0.5, i.e. the speed-up is the count of LP solves at matched wall "
+                   "time per solve. That holds by construction of the schedule, so it checks our timing, not "
+                   "the paper (whose 100x needs f >= 100, T >= 10,000: out of reach here)",
+              source="abstract (relabelled)", metric="timings.runtime_ratio_over_solve_ratio.mean",
+              comparison=">=", threshold=0.5, kind="magnitude", role="sanity",
+              interval=("timings.runtime_ratio_over_solve_ratio.min", "timings.runtime_ratio_over_solve_ratio.max")),
         Claim(id="regret_sublinear_sqrt",
               text="Our algorithm achieves O(log(T/f) + sqrt(f)) regret (with f = sqrt(T): growth below sqrt(T))",
               source="abstract; plan claim 3", metric="regret.loglog_slope.slope", comparison="<=",
               threshold=0.5, kind="direction",
-              interval=("regret.loglog_slope.ci_low", "regret.loglog_slope.ci_high")),
+              role="claim", interval=("regret.loglog_slope.ci_low", "regret.loglog_slope.ci_high"),
+              control=Control(name=ABLATION, metric="control.loglog_slope.slope",
+                              interval=("control.loglog_slope.ci_low", "control.loglog_slope.ci_high"))),
         Claim(id="lp_bounds_every_policy",
               text="regret is measured against the hindsight LP optimum, an upper bound on any online reward",
               source="problem definition", metric="regret.min_regret", comparison=">=", threshold=-1e-6,
-              kind="exact", by_construction=True),
+              kind="exact", role="sanity"),
     ),
     limitations=(
         "Synthetic stochastic-input instances with m = 5 resources and T up to 8,000 customers, 5 instances "
         "per T; the paper goes to T = 1e6 (its official script uses m = 1) with 100 instances. At this scale "
         "the regret gap to first-order methods is smaller than asymptotically (first-order regret grows like "
         "sqrt(T), wait-less like log(T/f) + sqrt(f) = O(T^(1/4)) with f = sqrt(T)), and the runtime advantage "
-        "is bounded by f (about 32 at T = 1,000), so the paper's 100x is checked in scaled form. Wall times "
+        "is bounded by f (about 32 at T = 1,000): the paper's 100x runtime claim is not checked (it needs "
+        "f >= 100, T >= 10,000, where LP-every-step costs ~10^4 solves of up to 10^4 rows per instance); the "
+        "runtime check that remains is a sanity check that the speed-up is the LP-solve count. Wall times "
         "are scipy/HiGHS on a shared 2-core machine, not Gurobi; the 'parallel' LP solve of the paper is "
         "simulated sequentially (its price is used from the next customer on, lag 0 as in the official code), "
         "so the runtime compares total compute, not decision latency."
@@ -89,12 +109,19 @@ def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
     by_T = stats.summarize_by(rows.sort_values(["T", "seed"], kind="stable"), ["T", "policy"], "regret")
     ratio_by_T = {str(T): stats.ratio_of_means(regret[T, "first_order"], regret[T, proposed]) for T in Ts}
     worst = min(ratio_by_T, key=lambda T: ratio_by_T[T]["ci_low"])
-    slopes = {p: stats.loglog_slope_ci(Ts, np.array([regret[T, p] for T in Ts])) for p in ("first_order", proposed)}
+    ablation = ablation_name(params)
+    slopes = {p: stats.loglog_slope_ci(Ts, np.array([regret[T, p] for T in Ts]))
+              for p in ("first_order", proposed, ablation)}
+    control_by_T = {str(T): stats.ratio_of_means(regret[T, "first_order"], regret[T, ablation]) for T in Ts}
+    control_worst = min(control_by_T, key=lambda T: control_by_T[T]["ci_low"])
 
     lp_s = np.array([t["lp_every_step"]["seconds"] for t in timing])
     wl_s = np.array([t["waitless"]["seconds"] for t in timing])
     f_timing = timing[0]["f"]
     speedup = lp_s / wl_s
+    # The speed-up expected from the solve counts alone (T-1 solves against T/f-1): the runtime check divides by it.
+    solve_ratio = np.array([t["lp_every_step"]["n_lp"] / t["waitless"]["n_lp"] for t in timing])
+    per_solve = {name: [t[name]["lp_seconds"] / t[name]["n_lp"] for t in timing] for name in ("lp_every_step", "waitless")}
     metrics = {
         "f": {str(T): method.resolve_frequency(T, params.f_exponents[0]) for T in Ts},
         "regret": {
@@ -104,7 +131,15 @@ def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
             "ratio_worst_T": {**ratio_by_T[worst], "T": int(worst)},
             "loglog_slope": slopes[proposed],
             "loglog_slope_first_order": slopes["first_order"],
+            "ratio_by_T_point": {T: r["ratio"] for T, r in ratio_by_T.items()},
             "min_regret": float(rows["regret"].min()),
+        },
+        "control": {  # the ablation without LP re-solves, judged by the same metrics
+            "policy": ablation,
+            "ratio_by_T": control_by_T,
+            "ratio_Tmax": {**control_by_T[str(Ts[-1])], "T": Ts[-1]},
+            "ratio_worst_T": {**control_by_T[control_worst], "T": int(control_worst)},
+            "loglog_slope": slopes[ablation],
         },
         "lp_every_step": {
             "T": params.timing_T, "f": f_timing, "instances": len(timing),
@@ -118,6 +153,11 @@ def waitless_olp_flow(params: Params, ctx: RunContext) -> RunOutput:
             "runtime_ratio": {"mean": float(speedup.mean()), "min": float(speedup.min()), "max": float(speedup.max())},
             "runtime_ratio_over_f": {"mean": float(speedup.mean() / f_timing), "min": float(speedup.min() / f_timing),
                                      "max": float(speedup.max() / f_timing)},
+            "solve_count_ratio": solve_ratio.tolist(),
+            "runtime_ratio_over_solve_ratio": {"mean": float((speedup / solve_ratio).mean()),
+                                               "min": float((speedup / solve_ratio).min()),
+                                               "max": float((speedup / solve_ratio).max())},
+            "seconds_per_lp_solve": {name: {"mean": float(np.mean(v)), "values": v} for name, v in per_solve.items()},
         },
     }
 
@@ -163,11 +203,16 @@ def _setup(params: Params, metrics: dict) -> str:
         f"(lag {params.lag}); first-order steps ({params.eta_schedule} step sizes, d {params.fo_rate}) "
         f"{'only in the first batch and the last f customers' if params.fo_mode == 'ends' else 'after every customer'}.\n"
         f"- **waitless_<f>** for the other f exponents {params.f_exponents[1:]}: the same policy with that f.\n"
+        f"- **{ablation_name(params)}** (negative control of the regret claims): `{proposed}` with its LP re-solves "
+        "removed: the same first-order steps in the first batch and the last f customers, the price held in "
+        "between is the first batch's first-order price. Judged by the same metrics and thresholds.\n"
         f"- **{between}**: the plan's literal reading: first-order after every customer with "
         "eta = 1/sqrt(f) and the remaining-budget rate, LP price re-set every f.\n"
         f"- **lp_every_step**: the LP re-solved after every customer, only at T={params.timing_T} on "
         f"{params.timing_instances} instances; its wall time is measured in the same task as the wait-less run "
-        "on the same instance (`metrics.timings`)."
+        "on the same instance (`metrics.timings`). The runtime check divides the speed-up by the ratio of LP-solve "
+        "counts (a sanity check: at matched wall time per solve the speed-up is the solve count; "
+        "`timings.seconds_per_lp_solve` gives the per-solve times)."
     )
 
 
@@ -206,9 +251,16 @@ def _notes(params: Params, metrics: dict) -> str:
 def _reading(metrics: dict) -> str:
     r = metrics["regret"]
     ratio, fo, wl = r["ratio_Tmax"], r["loglog_slope_first_order"]["slope"], r["loglog_slope"]["slope"]
+    c = metrics["control"]
     text = (f"**Reading the claims**: regret(first-order) / regret(wait-less) at T={ratio['T']} is "
             f"{ratio['ratio']:.2f} [{ratio['ci_low']:.2f}, {ratio['ci_high']:.2f}]; in log T, first-order regret "
-            f"grows with slope {fo:.2f} and wait-less regret with slope {wl:.2f}.")
+            f"grows with slope {fo:.2f} and wait-less regret with slope {wl:.2f}. The control (wait-less without "
+            f"its LP re-solves) has ratio {c['ratio_Tmax']['ratio']:.2f} [{c['ratio_Tmax']['ci_low']:.2f}, "
+            f"{c['ratio_Tmax']['ci_high']:.2f}] at T={ratio['T']}, worst over T {c['ratio_worst_T']['ratio']:.2f}, "
+            f"and regret slope {c['loglog_slope']['slope']:.2f}. The runtime speed-up over LP-every-step is "
+            f"{metrics['timings']['runtime_ratio']['mean']:.1f}x at T={metrics['lp_every_step']['T']} against a "
+            f"solve-count ratio of {np.mean(metrics['timings']['solve_count_ratio']):.1f}: the paper's 100x runtime "
+            "claim is not checked at this scale.")
     if ratio["ci_high"] < 10 and fo > wl:
         text += (" The gap widens with T here, and the official script's horizons reach T = 1e6, far beyond "
                  "this run; whether it reaches 10x there is not something this run can extrapolate, and below "

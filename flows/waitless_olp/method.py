@@ -160,7 +160,7 @@ class PolicyRun:
 
 
 def run_policy(inst: Instance, *, resolve_every: int | None, step_size: StepSize | None,
-               rate: Rate = "fixed", fo_mode: FOMode = "between", lag: int = 0) -> PolicyRun:
+               rate: Rate = "fixed", fo_mode: FOMode = "between", lag: int = 0, use_lp: bool = True) -> PolicyRun:
     """Run one dual-price policy over the T customers of ``inst``.
 
     resolve_every: re-solve the history LP after every ``resolve_every`` customers (None: never).
@@ -170,6 +170,9 @@ def run_policy(inst: Instance, *, resolve_every: int | None, step_size: StepSize
         exists yet, i.e. the first ``resolve_every`` customers, and in the last ``resolve_every``
         customers; the latest LP price is held in between).
     lag: an LP price computed after customer t is used from customer t + lag * resolve_every + 1.
+    use_lp: False is the ablation of the wait-less method (the flow's negative control): the same
+        schedule of first-order steps with no LP ever solved, so between the first and the last f
+        customers the price stays where the first batch's first-order steps left it.
     """
     start = time.perf_counter()
     r, A, b = inst.r, inst.A, inst.b
@@ -192,7 +195,7 @@ def run_policy(inst: Instance, *, resolve_every: int | None, step_size: StepSize
         if step_size is not None and (fo_mode == "between" or f is None or seen <= f or t >= T - f):
             d = remaining / left if (rate == "remaining" and left > 0) else d_fixed
             p = first_order_step(p, a, x[t], d, step_size(seen))
-        if f is not None and seen % f == 0 and left > 0:
+        if use_lp and f is not None and seen % f == 0 and left > 0:
             t0 = time.perf_counter()
             price = lp_price(r[:seen], A[:seen], remaining, left)
             lp_seconds += time.perf_counter() - t0
@@ -232,14 +235,15 @@ def waitless_step_size(f: int, schedule: EtaSchedule, eta_scale: float = 1.0) ->
 
 
 def waitless(inst: Instance, f: int, *, fo_mode: FOMode = "ends", schedule: EtaSchedule = "official",
-             rate: Rate = "fixed", lag: int = 0, eta_scale: float = 1.0) -> PolicyRun:
+             rate: Rate = "fixed", lag: int = 0, eta_scale: float = 1.0, use_lp: bool = True) -> PolicyRun:
     """The paper's algorithm: LP re-solve every f customers, first-order steps where ``fo_mode`` says.
 
     Defaults are the official code's Algorithm 1 (first-order only in the first batch and the last
-    f customers, fixed d, LP price used from the next customer on).
+    f customers, fixed d, LP price used from the next customer on). ``use_lp=False``: the ablation
+    without LP re-solves (see :func:`run_policy`).
     """
     return run_policy(inst, resolve_every=f, step_size=waitless_step_size(f, schedule, eta_scale),
-                      rate=rate, fo_mode=fo_mode, lag=lag)
+                      rate=rate, fo_mode=fo_mode, lag=lag, use_lp=use_lp)
 
 
 def budget_ok(inst: Instance, x: np.ndarray, tol: float = 1e-9) -> bool:
@@ -296,8 +300,9 @@ def run_seed(p: Params, seed: int) -> dict:
     """Regret of first-order and wait-less (every f exponent) at every horizon, on one instance each.
 
     Reads the instance params, p.horizons, p.f_exponents (the first one is the headline f) and the
-    policy settings of :func:`proposed_settings`. Also runs the plan's literal variant
-    (:func:`plan_variant_settings`) at the headline f. Returns {"seed", "rows"} with one row per
+    policy settings of :func:`proposed_settings`. Also runs, at the headline f, the plan's literal variant
+    (:func:`plan_variant_settings`) and the ablation without LP re-solves (``waitless_nolp_<f>``, the
+    flow's negative control: what the method's regret is without the LPs it is about). Returns {"seed", "rows"} with one row per
     (T, policy): T, policy, f, regret, reward, lp_opt, n_lp, seconds.
     """
     rows = []
@@ -310,6 +315,8 @@ def run_seed(p: Params, seed: int) -> dict:
             runs.append((f"waitless_{exponent_tag(e)}", f, waitless(inst, f, **proposed_settings(p))))
             if k == 0:
                 runs.append((f"waitless_between_{exponent_tag(e)}", f, waitless(inst, f, **plan_variant_settings(p))))
+                runs.append((f"waitless_nolp_{exponent_tag(e)}", f,
+                             waitless(inst, f, **proposed_settings(p), use_lp=False)))
         for name, f, run in runs:
             rows.append({"T": T, "policy": name, "f": f, "regret": opt - run.reward, "reward": run.reward,
                          "lp_opt": opt, "n_lp": run.n_lp, "seconds": run.seconds})

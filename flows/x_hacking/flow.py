@@ -12,9 +12,15 @@ import pandas as pd
 from flows.x_hacking import method
 from flows.x_hacking.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.data import save_bundled
 from tasks.paper import paper_flow, run_mapped
+
+# Negative control of the speed-up claims: random sampling in BO's place (same startup trials, then random
+# sampling's own later trials in reverse order). Judged by the same statistic, it should show no speed-up.
+SPEEDUP_CONTROL = Control(name="random sampling in BO's place after the shared startup trials",
+                          metric="control.speedup.geomean",
+                          interval=("control.speedup.ci_low", "control.speedup.ci_high"))
 
 PAPER = Paper(
     slug="x_hacking",
@@ -28,22 +34,28 @@ PAPER = Paper(
               text="on average, Bayesian optimisation accelerates X-hacking 3-fold for features susceptible to "
                    "it, versus random sampling",
               source="abstract; plan claim 1 (magnitude)", metric="speedup.geomean", comparison=">=",
-              threshold=3.0, kind="magnitude"),
+              threshold=3.0, kind="magnitude", role="claim", interval=("speedup.ci_low", "speedup.ci_high"),
+              control=SPEEDUP_CONTROL, censored="speedup.censored", per_setting="speedup.ratio_by_pair"),
         Claim(id="bo_faster_than_random",
               text="Bayesian optimisation accelerates X-hacking ... versus random sampling (direction: speed-up > 1)",
               source="abstract; plan claim 1 (direction)", metric="speedup.geomean", comparison=">",
-              threshold=1.0, kind="direction", interval=("speedup.ci_low", "speedup.ci_high")),
+              threshold=1.0, kind="direction", role="claim", interval=("speedup.ci_low", "speedup.ci_high"),
+              control=SPEEDUP_CONTROL, censored="speedup.censored", per_setting="speedup.ratio_by_pair"),
         Claim(id="redundancy_predicts_vulnerability",
               text="We show the vulnerability of a dataset to X-hacking can be determined by information "
                    "redundancy among features",
               source="abstract; plan claim 2", metric="redundancy.spearman", comparison=">=", threshold=0.5,
-              kind="direction"),
+              kind="direction", role="claim", per_seed="redundancy.spearman_per_seed",
+              control=Control(name="redundancy shuffled across the pairs (95th percentile of Spearman over "
+                                   "2,000 permutations)", metric="redundancy.permuted_q95")),
         Claim(id="breast_cancer_hackable",
               text="searching a set of 'defensible' models with similar predictive performance to find a desired "
                    "explanation (breast_cancer: share of the top SHAP feature halved by a defensible model "
                    "within the budget in >= 80% of seeds)",
               source="abstract; plan claim 3", metric="existence.breast_cancer_top1_bo_rate", comparison=">=",
-              threshold=0.8, kind="magnitude"),
+              threshold=0.8, kind="magnitude", role="claim", per_seed="existence.breast_cancer_top1_bo_per_seed",
+              control=Control(name="top-1 feature of the synthetic table without redundant features (synth_r0)",
+                              metric="existence.synth_r0_top1_bo_rate")),
     ),
     limitations=(
         "Three bundled scikit-learn tables (breast_cancer, wine binarised class 0 vs rest, diabetes binarised at "
@@ -82,6 +94,9 @@ def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
 
     B = params.n_trials
     speed = method.speedup_summary(runs.to_dict("records"), B, params.min_success_rate, seed=ctx.seeds[0])
+    control_speed = method.speedup_summary(
+        method.control_runs(runs.to_dict("records"), trials.to_dict("records"), B, params.tpe_startup_trials),
+        B, params.min_success_rate, seed=ctx.seeds[0])
     bo = runs[runs["searcher"] == "bo"]
     pairs = (bo.groupby(["dataset", "rank"], sort=True)
              .agg(redundancy_r2=("redundancy_r2", "mean"), reduction=("reduction", "mean"),
@@ -93,12 +108,20 @@ def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
     pairs["speedup_ratio"] = [ratio.get((d, r), {}).get("ratio", np.nan) for d, r in zip(pairs["dataset"], pairs["rank"])]
     pairs["susceptible"] = [ratio.get((d, r), {}).get("susceptible", np.nan) for d, r in zip(pairs["dataset"], pairs["rank"])]
     rho = stats.spearman(pairs["redundancy_r2"], pairs["reduction"]) if len(pairs) >= 3 else float("nan")
+    rho_null = method.spearman_null_quantile(pairs["redundancy_r2"], pairs["reduction"], seed=ctx.seeds[0]) \
+        if len(pairs) >= 3 else float("nan")
+    rho_by_seed = [stats.spearman(g["redundancy_r2"], g["reduction"]) for _, g in bo.groupby("seed", sort=True)
+                   if len(g) >= 3]
     real = pairs[~pairs["dataset"].str.startswith("synth_r")]
     rho_real = stats.spearman(real["redundancy_r2"], real["reduction"]) if len(real) >= 3 else float("nan")
 
     def rate(dataset: str, rank: int, searcher: str) -> float:
         sel = runs[(runs["dataset"] == dataset) & (runs["rank"] == rank) & (runs["searcher"] == searcher)]
         return float(sel["succeeded"].mean()) if len(sel) else float("nan")
+
+    def per_seed(dataset: str, rank: int, searcher: str) -> list[float]:
+        sel = runs[(runs["dataset"] == dataset) & (runs["rank"] == rank) & (runs["searcher"] == searcher)]
+        return [float(v) for v in sel.sort_values("seed")["succeeded"]]
 
     def bundled_rate(searcher: str) -> float:
         sel = runs[(runs["searcher"] == searcher) & ~runs["dataset"].str.startswith("synth_r")]
@@ -108,14 +131,21 @@ def x_hacking_flow(params: Params, ctx: RunContext) -> RunOutput:
     metrics = {
         "speedup": {"geomean": speed["geomean"], "ci_low": speed["ci_low"], "ci_high": speed["ci_high"],
                     "n_susceptible": speed["n_susceptible"], "n_pairs": len(speed["pairs"]),
+                    "censored": speed["censored"],
+                    "ratio_by_pair": {key(p["dataset"], p["rank"]): float(p["ratio"]) for p in speed["pairs"]
+                                      if p["susceptible"]},
                     "by_pair": {key(p["dataset"], p["rank"]): {k: float(v) for k, v in p.items()
                                                                if k not in ("dataset", "rank")}
                                 for p in speed["pairs"]}},
+        "control": {"speedup": {k: speed_c for k, speed_c in control_speed.items() if k != "pairs"}},
         "redundancy": {"spearman": rho, "n_pairs": int(len(pairs)), "spearman_bundled_only": rho_real,
+                       "spearman_per_seed": rho_by_seed, "permuted_q95": rho_null,
                        "by_pair": {key(p.dataset, p.rank): {"redundancy_r2": float(p.redundancy_r2),
                                                             "reduction": float(p.reduction)}
                                    for p in pairs.itertuples()}},
         "existence": {"breast_cancer_top1_bo_rate": rate("breast_cancer", 1, "bo"),
+                      "breast_cancer_top1_bo_per_seed": per_seed("breast_cancer", 1, "bo"),
+                      "synth_r0_top1_bo_rate": rate(method.synthetic_name(0), 1, "bo"),
                       "breast_cancer_top1_random_rate": rate("breast_cancer", 1, "random"),
                       "breast_cancer_top2_bo_rate": rate("breast_cancer", 2, "bo"),
                       "bo_success_rate_bundled": bundled_rate("bo"), "random_success_rate_bundled": bundled_rate("random")},
@@ -178,10 +208,19 @@ def _setup(params: Params, ctx: RunContext) -> str:
         f"- **Success**: a trial whose model is defensible (holdout accuracy >= acc0) with target share <= "
         f"{params.share_factor} x s0; trials-to-success censored at {params.n_trials + 1}. Speed-up per "
         "(table, target) pair = median trials-to-success(random) / median(BO), over pairs where either "
-        f"searcher succeeds in >= {params.min_success_rate:.0%} of seeds; geometric mean, seeds bootstrapped.\n"
+        f"searcher succeeds in >= {params.min_success_rate:.0%} of seeds; geometric mean, seeds bootstrapped. "
+        "Negative control: the same statistic with BO replaced by random sampling after the shared startup "
+        f"trials (random sampling's own trials {params.tpe_startup_trials + 1}..{params.n_trials} in reverse "
+        "order, an equally likely random search); `speedup.censored` is the fraction of (susceptible pair, seed) "
+        "searches where either searcher never succeeded.\n"
         f"- **Redundancy**: 5-fold CV R^2 of GradientBoostingRegressor({params.redundancy_trees} trees) predicting "
         "the target feature from all others; vulnerability = mean over seeds of 1 - s_min/s0, s_min the "
-        "smallest share among defensible BO trials (0 when none)."
+        "smallest share among defensible BO trials (0 when none). Per-seed Spearman over the pairs of each seed; "
+        "negative control: the 95th percentile of Spearman with redundancy shuffled across the pairs (what chance "
+        "reaches with this many pairs).\n"
+        "- **Existence** (breast_cancer top-1): BO success in each seed; negative control: the top-1 feature of "
+        "the synthetic table with no redundant features (`synth_r0`), where the claim's premise says the hack "
+        "should fail."
     )
 
 
@@ -213,12 +252,18 @@ def _notes(params: Params, metrics: dict, pairs: pd.DataFrame) -> str:
 
 
 def _reading(params: Params, metrics: dict, pairs: pd.DataFrame) -> str:
-    red, ex = metrics["redundancy"], metrics["existence"]
+    red, ex, sp = metrics["redundancy"], metrics["existence"], metrics["speedup"]
+    ctl = metrics["control"]["speedup"]
     synthetic = pairs["dataset"].str.startswith("synth_r")
     text = (f"**Reading the results**: on the bundled tables BO succeeded in {ex['bo_success_rate_bundled']:.0%} "
             f"of its searches, random sampling in {ex['random_success_rate_bundled']:.0%}. "
             f"Spearman(redundancy, reduction) = {red['spearman']:.2f} over {red['n_pairs']} pairs "
-            f"({red['spearman_bundled_only']:.2f} over the bundled tables alone; not a claim).")
+            f"({red['spearman_bundled_only']:.2f} over the bundled tables alone; not a claim); per seed "
+            f"{', '.join(f'{v:.2f}' for v in red['spearman_per_seed'])}; with redundancy shuffled, chance reaches "
+            f"{red['permuted_q95']:.2f} at the 95th percentile. Speed-up control (random in BO's place): "
+            f"{ctl['geomean']:.2f} [{ctl['ci_low']:.2f}, {ctl['ci_high']:.2f}]; {sp['censored']:.0%} of the "
+            "susceptible searches have a censored searcher. Existence control (synth_r0 top-1): BO success rate "
+            f"{ex['synth_r0_top1_bo_rate']:.2f}.")
     if synthetic.any():
         text += (f" On the synthetic sweep BO found {pairs.loc[synthetic, 'bo_defensible_trials'].mean():.1f} "
                  f"defensible models per search on average (bundled tables: "

@@ -45,6 +45,7 @@ from sklearn.model_selection import KFold, cross_val_score, train_test_split
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from flows.x_hacking.params import BundledTable, Params
+from tasks.stats import spearman
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -366,6 +367,30 @@ def trials_to_success(success: Sequence[bool], budget: int) -> int:
     return int(hits[0] + 1) if hits.size else budget + 1
 
 
+def control_trials_to_success(success: Sequence[bool], budget: int, startup: int) -> int:
+    """Trials-to-success of the speed-up's negative control: random sampling in BO's place. Its trial
+    sequence is random sampling's own, with the ``startup`` trials BO shares with it kept first and the
+    remaining trials in reverse order: an equally likely random search (the trials are i.i.d.) that
+    differs from random sampling exactly where BO does, after the startup. Its speed-up should be ~1."""
+    seq = list(success[:budget])
+    return trials_to_success(seq[:startup] + seq[startup:][::-1], budget)
+
+
+def control_runs(runs: list[dict], trials: list[dict], budget: int, startup: int) -> list[dict]:
+    """Runs for :func:`speedup_summary` in which BO is replaced by the control searcher of
+    :func:`control_trials_to_success` (labelled ``bo``), built from random sampling's trials."""
+    random_runs = [r for r in runs if r["searcher"] == "random"]
+    by_search: dict[tuple, list[tuple[int, bool]]] = {}
+    for t in trials:
+        if t["searcher"] == "random":
+            by_search.setdefault((t["dataset"], t["rank"], t["seed"]), []).append((t["trial"], bool(t["success"])))
+    out = list(random_runs)
+    for r in random_runs:
+        seq = [ok for _, ok in sorted(by_search[(r["dataset"], r["rank"], r["seed"])])]
+        out.append({**r, "searcher": "bo", "trials_to_success": control_trials_to_success(seq, budget, startup)})
+    return out
+
+
 def relative_share_reduction(rows: list[dict], s0: float) -> float:
     """1 - s_min / s0, s_min the smallest target share among the defensible trials; 0 if none."""
     shares = [r["share"] for r in rows if r["defensible"]]
@@ -428,10 +453,12 @@ def speedup_summary(runs: list[dict], budget: int, min_success_rate: float = 0.5
     ``min_success_rate`` of the seeds. Per susceptible pair: median trials-to-success (random)
     / median trials-to-success (BO), censored runs counted as budget+1. Headline: the geometric
     mean over susceptible pairs, with a percentile bootstrap interval that resamples seeds
-    (the same seeds for every pair). NaN when no pair is susceptible.
+    (the same seeds for every pair). NaN when no pair is susceptible. ``censored``: the fraction of
+    (susceptible pair, seed) searches where either searcher never succeeded within the budget (its
+    time is then the censoring value budget + 1, so the ratio is partly a ratio of budgets).
     """
     table = _tts_table(runs).dropna()
-    pairs, ratios = [], []
+    pairs, ratios, censored = [], [], []
     for (dataset, rank), block in table.groupby(level=["dataset", "rank"]):
         rnd, bo = block["random"].to_numpy(float), block["bo"].to_numpy(float)
         rate = float(np.mean(np.minimum(rnd, bo) <= budget))
@@ -441,9 +468,10 @@ def speedup_summary(runs: list[dict], budget: int, min_success_rate: float = 0.5
                       "ratio": ratio, "susceptible": rate >= min_success_rate})
         if rate >= min_success_rate:
             ratios.append((rnd, bo))
+            censored += (np.maximum(rnd, bo) > budget).tolist()
     if not ratios:
         return {"geomean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
-                "n_susceptible": 0, "pairs": pairs}
+                "n_susceptible": 0, "censored": float("nan"), "pairs": pairs}
     geo = float(np.exp(np.mean([np.log(np.median(r) / np.median(b)) for r, b in ratios])))
     n_seeds = len(ratios[0][0])
     rng = np.random.default_rng(seed)
@@ -451,7 +479,18 @@ def speedup_summary(runs: list[dict], budget: int, min_success_rate: float = 0.5
     logs = np.mean([np.log(np.median(r[idx], axis=1) / np.median(b[idx], axis=1)) for r, b in ratios], axis=0)
     low, high = np.quantile(np.exp(logs), [0.025, 0.975])
     return {"geomean": geo, "ci_low": float(low), "ci_high": float(high), "n_susceptible": len(ratios),
-            "pairs": pairs}
+            "censored": float(np.mean(censored)), "pairs": pairs}
+
+
+def spearman_null_quantile(x: Sequence[float], y: Sequence[float], q: float = 0.95, n_perm: int = 2000,
+                           seed: int = 0) -> float:
+    """The ``q`` quantile of Spearman(x permuted, y) over ``n_perm`` random permutations: the rank
+    correlation that chance alone reaches with probability 1 - q at this number of pairs (the
+    redundancy claim's negative control: redundancy shuffled across the pairs predicts nothing)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rng = np.random.default_rng(seed)
+    rhos = [spearman(rng.permutation(x), y) for _ in range(n_perm)]
+    return float(np.nanquantile(rhos, q))
 
 
 def success_curve(runs: list[dict], budget: int) -> pd.DataFrame:
