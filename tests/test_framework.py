@@ -36,7 +36,7 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert summary["verdicts"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}  # claims only
     assert summary["sanity"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
     control = document["claims"]["mean_positive"]["control"]
-    assert control["name"] == "draws centred at -loc" and control["passed"] is False and control["observed"] < 0
+    assert control["name"] == "draws centred at -1" and control["passed"] is False and control["observed"] < 0
     assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
     text = (results / "report.md").read_text()
     assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
@@ -92,7 +92,8 @@ def test_the_claims_table_shows_claim_verdict_and_values_first():
 
     from tasks.claims import check_claims
 
-    results = check_claims(TOY, {"mean": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9}, "n_draws": 10})
+    results = check_claims(TOY, {"mean": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9}, "n_draws": 10,
+                                 "control": {"mean": -1.0, "ci_low": -1.2, "ci_high": -0.8}})
     rows = report.claims_rows(TOY, results)
     assert list(rows[0])[:4] == ["claim", "verdict", "ours", "paper's figure"]
     assert rows[0]["verdict"] == "reproduced" and rows[0]["ours"] == "0.5 [0.1, 0.9]" and rows[0]["paper's figure"] == "> 0"

@@ -15,7 +15,7 @@ TOY = Paper(
     claims=(
         Claim(id="mean_positive", text="the mean is positive", source="test", metric="mean.mean",
               comparison=">", threshold=0.0, kind="direction", role="claim", interval=("mean.ci_low", "mean.ci_high"),
-              control=Control(name="draws centred at -loc", metric="control.mean",
+              control=Control(name="draws centred at -1", metric="control.mean",
                               interval=("control.ci_low", "control.ci_high"))),
         Claim(id="draws_counted", text="every draw is counted", source="test", metric="n_draws",
               comparison=">=", threshold=10, kind="exact", role="sanity"),
@@ -29,14 +29,15 @@ class ToyParams(PaperParams):
     n: int = Field(ge=1)
 
 
-def draw_mean(p: "ToyParams", seed: int, sign: float = 1.0) -> float:
-    return float(np.random.default_rng(seed).normal(sign * p.loc, 1.0, size=p.n).mean())
+def draw_mean(p: "ToyParams", seed: int, centre: float | None = None) -> float:
+    """Mean of ``p.n`` normal draws centred at ``p.loc`` (or at ``centre``)."""
+    return float(np.random.default_rng(seed).normal(p.loc if centre is None else centre, 1.0, size=p.n).mean())
 
 
 @paper_flow(TOY, ToyParams, smoke={"n": 10})
 def toy_flow(params: ToyParams, ctx: RunContext) -> RunOutput:
     means = over_seeds(draw_mean, ctx.seeds, p=params)
-    control = over_seeds(draw_mean, ctx.seeds, p=params, sign=-1.0)
+    control = over_seeds(draw_mean, ctx.seeds, p=params, centre=-1.0)
     save_parquet(pd.DataFrame({"seed": ctx.seeds, "mean": means}), ctx.data_dir / "means.parquet")
     figure, axis = plt.subplots()
     axis.plot(ctx.seeds, means)
