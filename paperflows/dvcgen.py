@@ -119,12 +119,14 @@ def paper_stage(slug: str) -> dict[str, Any]:
 
 
 def summary_stage(slugs: list[str]) -> dict[str, Any]:
-    robustness = ["results/robustness.json"] if (REPO / "results" / "robustness.json").is_file() else []
+    # once a robustness run is on record, the summary also derives ROBUSTNESS.md from it
+    robustness = (REPO / "results" / "robustness.json").is_file()
     return {
         "cmd": "paperflows report",
         "deps": _relative(import_closure([REPO / SUMMARY_ENTRY])) + [f"results/{s}/metrics.json" for s in slugs]
-        + robustness,
-        "outs": [{"results/SUMMARY.md": {"cache": False}}],
+        + (["results/robustness.json"] if robustness else []),
+        "outs": [{"results/SUMMARY.md": {"cache": False}}]
+        + ([{"results/ROBUSTNESS.md": {"cache": False}}] if robustness else []),
     }
 
 

@@ -28,6 +28,13 @@ ClaimKind = Literal["exact", "direction", "magnitude"]
 Role = Literal["claim", "sanity"]
 
 
+def ci(metric: str) -> tuple[str, str]:
+    """The names of a metric's 95% interval as :mod:`tasks.stats` writes them next to it:
+    ``ci("speedup")`` is ``("speedup.ci_low", "speedup.ci_high")``, for ``Claim.interval`` and
+    ``Control.interval``."""
+    return (f"{metric}.ci_low", f"{metric}.ci_high")
+
+
 class Control(BaseModel):
     """A negative control: something measured in the same run, by the same metric and under the same
     threshold, for which the claim should *not* hold (the ablated method, permuted labels, a random policy).

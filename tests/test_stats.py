@@ -108,3 +108,14 @@ def test_summarize_by_nests_one_level_per_column_and_keeps_row_order():
     two = stats.summarize_by(frame, ["method", "k"], ["acc", "loss"])
     assert two["y"]["1"]["loss"] == stats.summarize([0.5, 0.3])
     assert two["x"]["2"]["acc"]["n"] == 1 and set(two["x"]) == {"1", "2"}
+
+
+def test_ci_names_the_interval_that_summarize_writes():
+    from tasks.claims import metric_value
+    from tasks.contract import ci
+
+    metrics = {"speedup": stats.summarize_by(pd.DataFrame({"m": ["a", "a", "a", "b", "b", "b"],
+                                                           "x": [1.0, 2.0, 3.0, 5.0, 6.0, 9.0]}), "m", "x")}
+    low, high = (metric_value(metrics, name) for name in ci("speedup.b"))
+    assert (low, high) == (metrics["speedup"]["b"]["ci_low"], metrics["speedup"]["b"]["ci_high"])
+    assert 5.0 <= low < high <= 9.0

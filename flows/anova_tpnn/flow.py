@@ -10,7 +10,7 @@ import pandas as pd
 from flows.anova_tpnn import method
 from flows.anova_tpnn.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.paper import paper_flow, run_mapped, run_task
 
 BASELINES = ("na2m", "nb2m", "ebm")          # the accuracy claim's "best baseline" is taken over these
@@ -54,14 +54,12 @@ PAPER = Paper(
                    "over the datasets)",
               source="abstract; plan claim 2 (direction)", metric="stability.diff_vs_tpnn_noconstraint.mean",
               comparison=">", threshold=0.0, kind="direction", role="claim",
-              interval=("stability.diff_vs_tpnn_noconstraint.ci_low",
-                        "stability.diff_vs_tpnn_noconstraint.ci_high"),
+              interval=ci("stability.diff_vs_tpnn_noconstraint"),
               per_setting="stability.diff_vs_tpnn_noconstraint.by_dataset",
               control=Control(name="stability of the fitted function (all components summed), which the constraint "
                                    "does not identify any further",
                               metric="stability.fitted_function_diff_vs_tpnn_noconstraint.mean",
-                              interval=("stability.fitted_function_diff_vs_tpnn_noconstraint.ci_low",
-                                        "stability.fitted_function_diff_vs_tpnn_noconstraint.ci_high"))),
+                              interval=ci("stability.fitted_function_diff_vs_tpnn_noconstraint"))),
         Claim(id="rmse_within_10pct",
               text="ANOVA-TPNN can approximate any smooth function well (test RMSE within 10% of the best "
                    "baseline on every regression dataset: worst ratio <= 1.10)",
@@ -83,11 +81,10 @@ PAPER = Paper(
               source="arXiv v1 abstract ('stably and accurately'); plan's recovery report, turned into a "
                      "direction check [ours]",
               metric="recovery.diff_vs_na2m.mean", comparison="<", threshold=0.0, kind="direction", role="claim",
-              interval=("recovery.diff_vs_na2m.ci_low", "recovery.diff_vs_na2m.ci_high"),
+              interval=ci("recovery.diff_vs_na2m"),
               control=Control(name="the r = -1 ablation (unidentified components) in place of ANOVA-TPNN",
                               metric="recovery.control_noconstraint_vs_na2m.mean",
-                              interval=("recovery.control_noconstraint_vs_na2m.ci_low",
-                                        "recovery.control_noconstraint_vs_na2m.ci_high"))),
+                              interval=ci("recovery.control_noconstraint_vs_na2m"))),
         Claim(id="sum_to_zero_holds",
               text="guarantees a unique functional ANOVA decomposition: every fitted component averages to zero "
                    "over the training data in each of its arguments (max |mean| / RMS <= 1e-3, brute force, with "

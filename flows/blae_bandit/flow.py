@@ -10,7 +10,7 @@ import pandas as pd
 from flows.blae_bandit import method
 from flows.blae_bandit.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow, start_task
 
@@ -28,11 +28,11 @@ def _ratio_claim(inst: str, baseline: str, where: str, against: str) -> Claim:
         text=("BLAE demonstrates low computational overhead and strong empirical performance, outperforming "
               f"state-of-the-art methods: mean regret(BLAE) / mean regret({against}) <= 1 at the largest T on {where}"),
         source="abstract; plan claim 1 (direction)", metric=f"{key}.ratio", comparison="<=",
-        threshold=1.0, kind="direction", role="claim", interval=(f"{key}.ci_low", f"{key}.ci_high"),
+        threshold=1.0, kind="direction", role="claim", interval=ci(f"{key}"),
         # E4 that never stops (Chernoff test) explores to T: a comparison with it measures its failure
         censored=f"diagnostics.e4_censored.{inst}" if baseline == "e4" else None,
         control=Control(name=f"{NO_ELIM} / the same baseline", metric=f"{key}.control.ratio",
-                        interval=(f"{key}.control.ci_low", f"{key}.control.ci_high")))
+                        interval=ci(f"{key}.control")))
 
 
 PAPER = Paper(
@@ -60,27 +60,27 @@ PAPER = Paper(
                    "BLAE's mean regret vs T over the horizons >= 0.35 (sqrt(T) scaling; random instances)",
               source="abstract; plan claim 3 (magnitude)", metric="slope.random.blae.slope", comparison=">=",
               threshold=0.35, kind="magnitude", role="claim",
-              interval=("slope.random.blae.ci_low", "slope.random.blae.ci_high"),
+              interval=ci("slope.random.blae"),
               control=Control(name="BLAE on End of Optimism (fixed gaps: a log T, not sqrt(T), regime)",
-                              metric="slope.eoo.blae.slope", interval=("slope.eoo.blae.ci_low", "slope.eoo.blae.ci_high"))),
+                              metric="slope.eoo.blae.slope", interval=ci("slope.eoo.blae"))),
         Claim(id="regret_rate_upper",
               text="achieving the minimax optimal regret (up to logarithmic factors in T): log-log slope of "
                    "BLAE's mean regret vs T over the horizons <= 0.65 (sqrt(T) scaling; random instances)",
               source="abstract; plan claim 3 (magnitude)", metric="slope.random.blae.slope", comparison="<=",
               threshold=0.65, kind="magnitude", role="claim",
-              interval=("slope.random.blae.ci_low", "slope.random.blae.ci_high"),
+              interval=ci("slope.random.blae"),
               control=Control(name=f"{NO_ELIM} (linear regret)", metric="slope.random.blae_no_elim.slope",
-                              interval=("slope.random.blae_no_elim.ci_low", "slope.random.blae_no_elim.ci_high"))),
+                              interval=ci("slope.random.blae_no_elim"))),
         Claim(id="faster_than_e4",
               text="BLAE demonstrates low computational overhead: wall-clock of BLAE / wall-clock of E4 < 1 "
                    "(per seed, summed over instances and horizons; ratio of means over seeds)",
               source="abstract; plan claim 3 (direction)", metric="timings.blae_over_e4.ratio", comparison="<",
               threshold=1.0, kind="direction", role="claim",
-              interval=("timings.blae_over_e4.ci_low", "timings.blae_over_e4.ci_high"),
+              interval=ci("timings.blae_over_e4"),
               per_setting="timings.blae_over_e4_by_instance",
               control=Control(name="A/A: E4 re-run (same pulls) just before BLAE / E4",
                               metric="timings.e4_rerun_over_e4.ratio",
-                              interval=("timings.e4_rerun_over_e4.ci_low", "timings.e4_rerun_over_e4.ci_high"))),
+                              interval=ci("timings.e4_rerun_over_e4"))),
     ),
     limitations=(
         "Synthetic linear bandits with Gaussian noise (sigma = 1), as in the paper: random instances "

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 from flows.ck_ntk_spikes import method
 from flows.ck_ntk_spikes.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_bundled
 from tasks.paper import over_seeds, paper_flow, start_task
 
@@ -26,7 +26,7 @@ def _naive(claim: str, field: str) -> Control:
     random-matrix corrections, method.population_outlier; zeta = 1), same worst cell rule and tolerance."""
     return Control(name="naive limit without random-matrix corrections (population kernels, n/p = n/d = 0)",
                    metric=f"claims.{claim}_control.{field}",
-                   interval=(f"claims.{claim}_control.ci_low", f"claims.{claim}_control.ci_high"))
+                   interval=ci(f"claims.{claim}_control"))
 
 
 _NULL = "snr = 0 (no class signal), same network, same rule"
@@ -65,29 +65,29 @@ PAPER = Paper(
               text="the eigenspace captures inherent group features (plan: k-means on the outlier eigenvectors "
                    "reaches ARI >= 0.9 at the top SNR; worst activation x kernel)",
               source="abstract; plan claim 2", metric="claims.ari_top.min", comparison=">=", threshold=0.9,
-              kind="magnitude", role="claim", interval=("claims.ari_top.ci_low", "claims.ari_top.ci_high"),
+              kind="magnitude", role="claim", interval=ci("claims.ari_top"),
               control=Control(name=_NULL, metric="claims.ari_top_control.min",
-                              interval=("claims.ari_top_control.ci_low", "claims.ari_top_control.ci_high"))),
+                              interval=ci("claims.ari_top_control"))),
         Claim(id="projection_block_constant",
               text="entrywise limit of the projection matrix ... captures group features (plan: |P - P_block|_F / "
                    "|P|_F <= 0.25 at the top SNR; worst activation x kernel)",
               source="abstract; plan claim 2", metric="claims.block_fit_top.max", comparison="<=",
               threshold=0.25, kind="magnitude",
-              role="claim", interval=("claims.block_fit_top.ci_low", "claims.block_fit_top.ci_high"),
+              role="claim", interval=ci("claims.block_fit_top"),
               control=Control(name=_NULL, metric="claims.block_fit_top_control.max",
-                              interval=("claims.block_fit_top_control.ci_low", "claims.block_fit_top_control.ci_high"))),
+                              interval=ci("claims.block_fit_top_control"))),
         Claim(id="ck_outlier_positions",
               text="the existence and asymptotic positions of such isolated eigenvalues (plan: |lambda_emp - "
                    "lambda_pred| / lambda_pred <= 0.05 at every CK layer, top SNR)" + _LIMIT,
               source="abstract; plan claim 3", metric="claims.ck_position.max_rel_err", comparison="<=",
               threshold=0.05, kind="magnitude",
-              role="claim", interval=("claims.ck_position.ci_low", "claims.ck_position.ci_high"),
+              role="claim", interval=ci("claims.ck_position"),
               control=_naive("ck_position", "max_rel_err")),
         Claim(id="ntk_outlier_positions",
               text="the existence and asymptotic positions of such isolated eigenvalues (the NTK, same tolerance)" + _LIMIT,
               source="abstract; plan claim 3 applied to the NTK", metric="claims.ntk_position.max_rel_err",
               comparison="<=", threshold=0.05, kind="magnitude",
-              role="claim", interval=("claims.ntk_position.ci_low", "claims.ntk_position.ci_high"),
+              role="claim", interval=ci("claims.ntk_position"),
               control=_naive("ntk_position", "max_rel_err")),
         Claim(id="projection_entrywise_limit",
               text="a precise characterization of the entrywise limit of the projection matrix onto the eigenspace "
@@ -95,7 +95,7 @@ PAPER = Paper(
                    "CK layer and the NTK)" + _LIMIT,
               source="abstract; threshold ours (fixed before any run)", metric="claims.zeta.max_abs_err",
               comparison="<=", threshold=0.05, kind="magnitude",
-              role="claim", interval=("claims.zeta.ci_low", "claims.zeta.ci_high"),
+              role="claim", interval=ci("claims.zeta"),
               control=_naive("zeta", "max_abs_err")),
     ),
     limitations=(

@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_limits
 from flows.feddp_kmeans import method
 from flows.feddp_kmeans.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.paper import over_seeds, paper_flow, start_task
 
 BASELINES = ("sphere", "serverpp")
@@ -33,12 +33,11 @@ def _beats(baseline: str, budget: str, how: str) -> Claim:
               f"{how}; the baseline at its better T of the run's Lloyd step counts"),
         source="abstract; plan claim 1 (direction)", metric=f"gaussian.ratio.{baseline}_{budget}.ratio",
         comparison="<", threshold=1.0, kind="direction", role="claim",
-        interval=(f"gaussian.ratio.{baseline}_{budget}.ci_low", f"gaussian.ratio.{baseline}_{budget}.ci_high"),
+        interval=ci(f"gaussian.ratio.{baseline}_{budget}"),
         # if the trivial solution also costs less than the baseline, beating it says nothing about the init
         control=Control(name=f"{TRIVIAL} / {LABEL[baseline]}",
                         metric=f"gaussian.control.global_mean_over_{baseline}_{budget}.ratio",
-                        interval=(f"gaussian.control.global_mean_over_{baseline}_{budget}.ci_low",
-                                  f"gaussian.control.global_mean_over_{baseline}_{budget}.ci_high")))
+                        interval=ci(f"gaussian.control.global_mean_over_{baseline}_{budget}")))
 
 
 PAPER = Paper(
@@ -59,21 +58,19 @@ PAPER = Paper(
                     f"k-means++ on the pooled data) <= 1.2 {WHERE}"),
               source="abstract; plan claim 2 (magnitude)", metric="gaussian.ratio.oracle.ratio", comparison="<=",
               threshold=1.2, kind="magnitude", role="claim",
-              interval=("gaussian.ratio.oracle.ci_low", "gaussian.ratio.oracle.ci_high"),
+              interval=ci("gaussian.ratio.oracle"),
               control=Control(name=f"{TRIVIAL} / oracle", metric="gaussian.control.global_mean_over_oracle.ratio",
-                              interval=("gaussian.control.global_mean_over_oracle.ci_low",
-                                        "gaussian.control.global_mean_over_oracle.ci_high"))),
+                              interval=ci("gaussian.control.global_mean_over_oracle"))),
         Claim(id="cluster_identification",
               text=("We also provide a theoretical analysis of our method that provides bounds on ... cluster "
                     f"identification success: Hungarian-matched accuracy of FedDP-KMeans >= 0.9 {WHERE}"),
               source="abstract; plan claim 3 (magnitude)", metric="gaussian.accuracy.feddp.mean", comparison=">=",
               threshold=0.9, kind="magnitude", role="claim",
-              interval=("gaussian.accuracy.feddp.ci_low", "gaussian.accuracy.feddp.ci_high"),
+              interval=ci("gaussian.accuracy.feddp"),
               # the trivial solution scores ~1/k here; the strongest DP baseline is the control with bite
               control=Control(name="the most accurate DP baseline (any init, T and budget of the run)",
                               metric="gaussian.control.best_baseline_accuracy.mean",
-                              interval=("gaussian.control.best_baseline_accuracy.ci_low",
-                                        "gaussian.control.best_baseline_accuracy.ci_high"))),
+                              interval=ci("gaussian.control.best_baseline_accuracy"))),
         Claim(id="federated_equals_centralised",
               text=("fully-federated: with the noise off, the federated Lloyd step (per-client sums and counts, "
                     "aggregated) equals a centralised Lloyd step on the pooled data (scipy's kmeans2, iter = 1; an empty "

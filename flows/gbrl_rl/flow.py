@@ -11,7 +11,7 @@ import pandas as pd
 from flows.gbrl_rl import method
 from flows.gbrl_rl.params import MINIGRID, SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import paper_flow, run_mapped
 
@@ -29,9 +29,9 @@ PAPER = Paper(
                    "(mean over envs and seeds; interval: bootstrap over seeds; a tie touches the threshold and "
                    "is inconclusive)",
               source="abstract; plan claim 1", metric="minigrid.diff.mean", comparison=">=", threshold=0.0,
-              kind="direction", role="claim", interval=("minigrid.diff.ci_low", "minigrid.diff.ci_high"),
+              kind="direction", role="claim", interval=ci("minigrid.diff"),
               control=Control(name="uniform random policy in GBRL's place", metric="minigrid.control_diff.mean",
-                              interval=("minigrid.control_diff.ci_low", "minigrid.control_diff.ci_high")),
+                              interval=ci("minigrid.control_diff")),
               per_setting="minigrid.per_env_diff_mean",
               scaled="paper: 1M+ steps per env; plan: 40k; here the step budget of params (by default 6,144 on "
                      "Empty-5x5 and 4,096 on DoorKey-5x5)"),
@@ -39,16 +39,16 @@ PAPER = Paper(
               text="while maintaining competitive performance on standard control benchmarks: on CartPole, "
                    "PPO-GBRL reaches >= 90% of PPO-NN's final greedy return (ratio of seed means, paired bootstrap)",
               source="abstract; plan claim 2", metric="cartpole.ratio.ratio", comparison=">=", threshold=0.9,
-              kind="magnitude", role="claim", interval=("cartpole.ratio.ci_low", "cartpole.ratio.ci_high"),
+              kind="magnitude", role="claim", interval=ci("cartpole.ratio"),
               control=Control(name="uniform random policy in GBRL's place", metric="cartpole.control_ratio.ratio",
-                              interval=("cartpole.control_ratio.ci_low", "cartpole.control_ratio.ci_high")),
+                              interval=ci("cartpole.control_ratio")),
               scaled="paper: continuous-control suites at 1M+ steps; plan: CartPole at 50k steps; here 8,192 steps"),
         Claim(id="ood_drop_smaller",
               text="GBRL demonstrates superior robustness to out-of-distribution samples: under an unseen category in "
                    "the nuisance features, GBRL's relative return drop is smaller than NN's "
                    "(NN drop - GBRL drop > 0; interval: bootstrap over seeds)",
               source="abstract; plan claim 3", metric="ood.drop_diff.mean", comparison=">", threshold=0.0,
-              kind="direction", role="claim", interval=("ood.drop_diff.ci_low", "ood.drop_diff.ci_high"),
+              kind="direction", role="claim", interval=ci("ood.drop_diff"),
               control_reason="no cheap policy is known to be fragile to an unseen nuisance category: a random "
                              "policy ignores its input (drop 0 by construction, so it would 'beat' any policy that "
                              "uses its features), and the in-distribution version of the test (nuisance codes "

@@ -9,7 +9,7 @@ import pandas as pd
 from flows.lapsum import method
 from flows.lapsum.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_bundled
 from tasks.paper import over_seeds, paper_flow, run_task
 
@@ -71,12 +71,10 @@ PAPER = Paper(
                    "budget per method (the plan's equal-budget protocol)",
               source="abstract; plan claim 3", metric="timings.select_budget.diff_vs_best_baseline.mean",
               comparison=">=", threshold=-0.01, kind="direction", role="claim",
-              interval=("timings.select_budget.diff_vs_best_baseline.ci_low",
-                        "timings.select_budget.diff_vs_best_baseline.ci_high"),
+              interval=ci("timings.select_budget.diff_vs_best_baseline"),
               control=Control(name="LapSum with a quarter of the budget",
                               metric="timings.select_budget.control_diff_vs_best_baseline.mean",
-                              interval=("timings.select_budget.control_diff_vs_best_baseline.ci_low",
-                                        "timings.select_budget.control_diff_vs_best_baseline.ci_high"))),
+                              interval=ci("timings.select_budget.control_diff_vs_best_baseline"))),
     ),
     limitations=(
         "Pure-PyTorch CPU implementation on a 2-core machine: the paper's C++/CUDA kernels, its GPU "

@@ -11,7 +11,7 @@ import pandas as pd
 from flows.longtail_guidance import method
 from flows.longtail_guidance.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import digits_pixels, save_parquet
 from tasks.paper import over_seeds, paper_flow
 
@@ -19,7 +19,7 @@ _SELECTED = Control(
     name="best of as many fresh unguided draws as LTG has weights, chosen on validation tail accuracy (LTG's "
          "weight selection without guidance)",
     metric="selected_vs_unguided.tail_pp.mean",
-    interval=("selected_vs_unguided.tail_pp.ci_low", "selected_vs_unguided.tail_pp.ci_high"))
+    interval=ci("selected_vs_unguided.tail_pp"))
 
 PAPER = Paper(
     slug="longtail_guidance",
@@ -35,24 +35,23 @@ PAPER = Paper(
                    "of unguided samples >= 2 pp",
               source="abstract; plan claim 1 (magnitude)", metric="ltg_vs_unguided.tail_pp.mean", comparison=">=",
               threshold=2.0, kind="magnitude", role="claim", control=_SELECTED,
-              interval=("ltg_vs_unguided.tail_pp.ci_low", "ltg_vs_unguided.tail_pp.ci_high"),
+              interval=ci("ltg_vs_unguided.tail_pp"),
               scaled="paper: +10 pp rare-class accuracy on ImageNet-LT with Stable Diffusion; plan: 2 pp on "
                      "long-tailed 8x8 digits with an 8-d latent DDPM"),
         Claim(id="ltg_tail_gain_direction",
               text="LTG-epistemic data improve tail-class test accuracy over unguided data of the same count (> 0 pp)",
               source="abstract; plan claim 1 (direction)", metric="ltg_vs_unguided.tail_pp.mean", comparison=">",
               threshold=0.0, kind="direction", role="claim", control=_SELECTED,
-              interval=("ltg_vs_unguided.tail_pp.ci_low", "ltg_vs_unguided.tail_pp.ci_high")),
+              interval=ci("ltg_vs_unguided.tail_pp")),
         Claim(id="epistemic_flags_tail",
               text="a differentiable, single forward pass formulation of epistemic uncertainty ... can flag rare or "
                    "hard inputs: AUROC of the epistemic score for tail- vs head-class test images >= 0.65",
               source="abstract; plan claim 2 (direction)", metric="detection.auroc_epistemic.mean", comparison=">=",
               threshold=0.65, kind="direction", role="claim",
-              interval=("detection.auroc_epistemic.ci_low", "detection.auroc_epistemic.ci_high"),
+              interval=ci("detection.auroc_epistemic"),
               control=Control(name="the same heads untrained (initial weights, no bootstrap training)",
                               metric="detection.auroc_epistemic_untrained.mean",
-                              interval=("detection.auroc_epistemic_untrained.ci_low",
-                                        "detection.auroc_epistemic_untrained.ci_high"))),
+                              interval=ci("detection.auroc_epistemic_untrained"))),
         Claim(id="head_leaves_logits_identical",
               text="... epistemic uncertainty that does not impact model parameters or predictive performance: the "
                    "predictor's test logits with the trained epistemic head attached equal those without it "

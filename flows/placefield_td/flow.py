@@ -11,7 +11,7 @@ import pandas as pd
 from flows.placefield_td import method
 from flows.placefield_td.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow, run_task
 
@@ -30,47 +30,47 @@ PAPER = Paper(
                    "within +-0.1 of the goal after / before learning >= 1.5 (median over seeds)",
               source="abstract; plan claim 1 (magnitude)", metric="density.median_ratio",
               comparison=">=", threshold=1.5, kind="magnitude", role="claim",
-              interval=("density.ci_low", "density.ci_high"),
+              interval=ci("density"),
               control=Control(name="same agents, density at the second goal's location (not rewarded in block 1)",
                               metric="density.control.median_ratio",
-                              interval=("density.control.ci_low", "density.control.ci_high"))),
+                              interval=ci("density.control"))),
         Claim(id="density_increases",
               text="a high density of place fields emerges at reward locations (direction: median ratio > 1)",
               source="abstract; plan claim 1 (direction)", metric="density.median_ratio",
               comparison=">", threshold=1.0, kind="direction", role="claim",
-              interval=("density.ci_low", "density.ci_high"),
+              interval=ci("density"),
               control=Control(name="same agents, density at the second goal's location (not rewarded in block 1)",
                               metric="density.control.median_ratio",
-                              interval=("density.control.ci_low", "density.control.ci_high"))),
+                              interval=ci("density.control"))),
         Claim(id="faster_single_target",
               text="these place field phenomena improve policy convergence when learning to navigate to a "
                    "single target: median episodes to criterion (10-episode mean latency < 25 steps), "
                    "learned fields / fixed fields <= 0.8",
               source="abstract; plan claim 2", metric="speed.goal1.ratio",
               comparison="<=", threshold=0.8, kind="magnitude", role="claim",
-              interval=("speed.goal1.ci_low", "speed.goal1.ci_high"), censored="speed.goal1.censored_fraction",
+              interval=ci("speed.goal1"), censored="speed.goal1.censored_fraction",
               control=Control(name="fields moved by drift noise alone (no TD learning) / fixed fields",
                               metric="speed.goal1.control.ratio",
-                              interval=("speed.goal1.control.ci_low", "speed.goal1.control.ci_high"))),
+                              interval=ci("speed.goal1.control"))),
         Claim(id="faster_relearning",
               text="... and relearning multiple new targets: the same ratio after the goal moves "
                    "(0.5 -> -0.2, parameters carried over) <= 0.8",
               source="abstract; plan claim 2", metric="speed.goal2.ratio",
               comparison="<=", threshold=0.8, kind="magnitude", role="claim",
-              interval=("speed.goal2.ci_low", "speed.goal2.ci_high"), censored="speed.goal2.censored_fraction",
+              interval=ci("speed.goal2"), censored="speed.goal2.censored_fraction",
               control=Control(name="fields moved by drift noise alone (no TD learning) / fixed fields",
                               metric="speed.goal2.control.ratio",
-                              interval=("speed.goal2.control.ci_low", "speed.goal2.control.ci_high"))),
+                              interval=ci("speed.goal2.control"))),
         Claim(id="backward_shift",
               text="fields elongate against the trajectory: the mean centre displacement of the fields "
                    "initially between start and goal is negative in >= 8 of 10 seeds (fraction of seeds, "
                    "bootstrap interval over seeds)",
               source="abstract; plan claim 3", metric="shift.fraction_negative",
               comparison=">=", threshold=0.8, kind="direction", role="claim",
-              interval=("shift.negative.ci_low", "shift.negative.ci_high"),
+              interval=ci("shift.negative"),
               control=Control(name="fields moved by drift noise alone (no TD learning)",
                               metric="shift.control.mean",
-                              interval=("shift.control.ci_low", "shift.control.ci_high"))),
+                              interval=ci("shift.control"))),
         Claim(id="drift_changes_selectivity",
               text="individual fields change spatial selectivity (drift): with drift noise the population-"
                    "vector correlation between mid-block and end-of-block fields is lower than without "
@@ -78,18 +78,17 @@ PAPER = Paper(
                    "this checks that the noise reaches them, not a finding of the paper",
               source="abstract; plan conditions (noise in {0, 1e-4})", metric="drift.pv_difference.mean",
               comparison=">", threshold=0.0, kind="direction", role="sanity",
-              interval=("drift.pv_difference.ci_low", "drift.pv_difference.ci_high")),
+              interval=ci("drift.pv_difference")),
         Claim(id="drift_behaviour_stable",
               text="... while demonstrating stable behavior: late-block latency with drift noise / without "
                    "<= 1.25 [ours: threshold fixed before the first run]",
               source="abstract; plan conditions", metric="drift.late_latency_ratio.ratio",
               comparison="<=", threshold=1.25, kind="magnitude", role="claim",
-              interval=("drift.late_latency_ratio.ci_low", "drift.late_latency_ratio.ci_high"),
+              interval=ci("drift.late_latency_ratio"),
               control=Control(name="the same noisy agents early in the block (first episodes, before the policy "
                                    "converges) / late latency without noise",
                               metric="drift.control_early_latency_ratio.ratio",
-                              interval=("drift.control_early_latency_ratio.ci_low",
-                                        "drift.control_early_latency_ratio.ci_high"))),
+                              interval=ci("drift.control_early_latency_ratio"))),
     ),
     limitations=(
         "The paper trains for 50,000 episodes (200,000 for drift) with 50 seeds, mostly with field "

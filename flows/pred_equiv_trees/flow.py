@@ -14,7 +14,7 @@ import pandas as pd
 from flows.pred_equiv_trees import method
 from flows.pred_equiv_trees.params import CLAIM_P, SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import paper_flow, paper_task, run_mapped
 
@@ -42,7 +42,7 @@ PAPER = Paper(
                    "fraction of test rows predictable without imputation: BCF minus path traversal >= +5 pts)",
               source="abstract; plan claim 2 (magnitude)", metric="missing.claim_p.gain.mean", comparison=">=",
               threshold=0.05, kind="magnitude", role="claim",
-              interval=("missing.claim_p.gain.ci_low", "missing.claim_p.gain.ci_high"),
+              interval=ci("missing.claim_p.gain"),
               per_setting="missing.claim_p.gain_by_dataset",
               control_reason=(
                   "The gain compares two exact, deterministic abstention rules on the same rows and masks. The rule "
@@ -55,13 +55,12 @@ PAPER = Paper(
                    "the BCF predicts >= complete-data accuracy - 2 pts)",
               source="abstract; plan claim 2 (direction)", metric="missing.claim_p.acc_minus_complete.mean",
               comparison=">=", threshold=-0.02, kind="direction", role="claim",
-              interval=("missing.claim_p.acc_minus_complete.ci_low", "missing.claim_p.acc_minus_complete.ci_high"),
+              interval=ci("missing.claim_p.acc_minus_complete"),
               per_setting="missing.claim_p.acc_minus_complete_by_dataset",
               # a predictor that does not abstain (the tree on mean-imputed inputs, every row) should lose accuracy
               control=Control(name="mean imputation, then the tree, on every row",
                               metric="missing.claim_p.mean_impute_minus_complete.mean",
-                              interval=("missing.claim_p.mean_impute_minus_complete.ci_low",
-                                        "missing.claim_p.mean_impute_minus_complete.ci_high"))),
+                              interval=ci("missing.claim_p.mean_impute_minus_complete"))),
         Claim(id="bcf_sound_under_missingness",
               text="(our check) on every row the BCF predicts under missingness, its prediction equals the tree's "
                    "prediction on the complete row (all masks, datasets and seeds at p=0.2)",
@@ -73,12 +72,12 @@ PAPER = Paper(
                    "policy <= 0.9 x path-traversal cost on held-out rows)",
               source="abstract; plan claim 3 (magnitude)", metric="cost.test_ratio_q_to_path.ratio", comparison="<=",
               threshold=0.9, kind="magnitude", role="claim",
-              interval=("cost.test_ratio_q_to_path.ci_low", "cost.test_ratio_q_to_path.ci_high"),
+              interval=ci("cost.test_ratio_q_to_path"),
               per_setting="cost.test_ratio_q_to_path_by_dataset",
               # the same BCF stopping rule with a random acquisition order: no optimisation at all
               control=Control(name="random acquisition order, same BCF stopping rule",
                               metric="cost.test_ratio_random_to_path.ratio",
-                              interval=("cost.test_ratio_random_to_path.ci_low", "cost.test_ratio_random_to_path.ci_high"))),
+                              interval=ci("cost.test_ratio_random_to_path"))),
         Claim(id="cost_same_predictions",
               text="... optimize the cost of reaching predictions (with identical predictions: the policy's "
                    "prediction equals the tree's on 100% of rows)",

@@ -10,7 +10,7 @@ import pandas as pd
 from flows.proxy_pref_sample_complexity import method
 from flows.proxy_pref_sample_complexity.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow
 
@@ -30,9 +30,9 @@ PAPER = Paper(
                    "(plan check 1: at n_true = 35, KL(two-stage) / KL(true-only) <= 0.7, mean over seeds)",
               source="abstract; plan claim check 1", metric="claims.kl_ratio_ref.mean", comparison="<=",
               threshold=0.7, kind="magnitude", role="claim",
-              interval=("claims.kl_ratio_ref.ci_low", "claims.kl_ratio_ref.ci_high"),
+              interval=ci("claims.kl_ratio_ref"),
               control=Control(name=_VIOLATED, metric="claims.violated_kl_ratio_ref.mean",
-                              interval=("claims.violated_kl_ratio_ref.ci_low", "claims.violated_kl_ratio_ref.ci_high"))),
+                              interval=ci("claims.violated_kl_ratio_ref"))),
         Claim(id="two_stage_wins_most_seeds",
               text="... and two-stage better in >= 8/10 seeds (plan check 1)",
               source="plan claim check 1", metric="claims.win_fraction_ref", comparison=">=", threshold=0.8,
@@ -45,10 +45,9 @@ PAPER = Paper(
                    "(plan check 2: the smallest n_true at which true-only matches two-stage@35 is >= 3 x 35)",
               source="abstract; plan claim check 2", metric="claims.n_match_over_ref.mean", comparison=">=",
               threshold=3.0, kind="direction",
-              role="claim", interval=("claims.n_match_over_ref.ci_low", "claims.n_match_over_ref.ci_high"),
+              role="claim", interval=ci("claims.n_match_over_ref"),
               control=Control(name=_VIOLATED, metric="claims.violated_n_match_over_ref.mean",
-                              interval=("claims.violated_n_match_over_ref.ci_low",
-                                        "claims.violated_n_match_over_ref.ci_high")),
+                              interval=ci("claims.violated_n_match_over_ref")),
               censored="claims.n_match_censored_fraction",
               scaled="n_match is interpolated in (log n, log KL) between the grid points 10..1000 and divided by "
                      "n_ref = 35; if true-only never matches, n_match is the largest grid n (a lower bound)"),
@@ -58,9 +57,9 @@ PAPER = Paper(
                    "latent map, KL(two-stage) / KL(true-only) >= 0.9 at n_true = 35)",
               source="abstract; plan claim check 3", metric="claims.violated_kl_ratio_ref.mean", comparison=">=",
               threshold=0.9, kind="direction",
-              role="claim", interval=("claims.violated_kl_ratio_ref.ci_low", "claims.violated_kl_ratio_ref.ci_high"),
+              role="claim", interval=ci("claims.violated_kl_ratio_ref"),
               control=Control(name="two-stage with the condition-satisfying proxy", metric="claims.kl_ratio_ref.mean",
-                              interval=("claims.kl_ratio_ref.ci_low", "claims.kl_ratio_ref.ci_high"))),
+                              interval=ci("claims.kl_ratio_ref"))),
     ),
     limitations=(
         "A synthetic Bradley–Terry world with 5-dimensional prompts, 3 responses and a 3-dimensional latent simplex, "

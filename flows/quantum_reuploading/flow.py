@@ -11,7 +11,7 @@ import pandas as pd
 from flows.quantum_reuploading import method
 from flows.quantum_reuploading.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import paper_flow, run_mapped
 from tasks.train import torch_single_thread
@@ -37,40 +37,35 @@ PAPER = Paper(
               text="... degenerates to near random-guessing levels: test accuracy at the largest L <= 0.6",
               source="abstract; plan claim 1", metric="synthetic.deep_narrow.largest_L_test_acc.mean",
               comparison="<=", threshold=0.6, kind="magnitude", role="claim",
-              interval=("synthetic.deep_narrow.largest_L_test_acc.ci_low",
-                        "synthetic.deep_narrow.largest_L_test_acc.ci_high"),
+              interval=ci("synthetic.deep_narrow.largest_L_test_acc"),
               control=Control(name="the same N = 2 family at the smallest L (L = 1)",
                               metric="synthetic.deep_narrow.smallest_L_test_acc.mean",
-                              interval=("synthetic.deep_narrow.smallest_L_test_acc.ci_low",
-                                        "synthetic.deep_narrow.smallest_L_test_acc.ci_high"))),
+                              interval=ci("synthetic.deep_narrow.smallest_L_test_acc"))),
         Claim(id="shallow_accurate",
               text="(setup check, the plan's control for claim 1, not a claim of the paper) with few encoding "
                    "layers (L <= 2) the same circuits predict well: test accuracy >= 0.8 at every L <= 2",
               source="plan claim 1", metric="synthetic.deep_narrow.shallow_min_test_acc.mean",
               comparison=">=", threshold=0.8, kind="magnitude", role="sanity",
-              interval=("synthetic.deep_narrow.shallow_min_test_acc.ci_low",
-                        "synthetic.deep_narrow.shallow_min_test_acc.ci_high")),
+              interval=ci("synthetic.deep_narrow.shallow_min_test_acc")),
         Claim(id="wider_beats_deeper",
               text="quantum data re-uploading models should be designed with wider circuit architectures rather "
                    "than deeper and narrower ones: at D = 24, test acc(N = 8, L = 1) - test acc(N = 2, L = 4) "
                    ">= 10 pp",
               source="abstract; plan claim 2", metric="synthetic.wide_minus_deep.mean",
               comparison=">=", threshold=0.10, kind="magnitude", role="claim",
-              interval=("synthetic.wide_minus_deep.ci_low", "synthetic.wide_minus_deep.ci_high"),
+              interval=ci("synthetic.wide_minus_deep"),
               control=Control(name="both circuits trained on permuted labels",
                               metric="synthetic_permuted.wide_minus_deep.mean",
-                              interval=("synthetic_permuted.wide_minus_deep.ci_low",
-                                        "synthetic_permuted.wide_minus_deep.ci_high"))),
+                              interval=ci("synthetic_permuted.wide_minus_deep"))),
         Claim(id="repetition_no_rescue",
               text="the repeated data uploading cannot mitigate the performance degradation: at the largest L, "
                    "test acc(R = 3) - test acc(R = 1) <= 5 pp",
               source="abstract; plan claim 3", metric="synthetic.repetition_gain_largest_L.mean",
               comparison="<=", threshold=0.05, kind="direction", role="claim",
-              interval=("synthetic.repetition_gain_largest_L.ci_low",
-                        "synthetic.repetition_gain_largest_L.ci_high"),
+              interval=ci("synthetic.repetition_gain_largest_L"),
               control=Control(name="a remedy the paper says works: widening (N = 8, L = 1 minus N = 2, L = 4 at D = 24)",
                               metric="synthetic.wide_minus_deep.mean",
-                              interval=("synthetic.wide_minus_deep.ci_low", "synthetic.wide_minus_deep.ci_high"))),
+                              interval=ci("synthetic.wide_minus_deep"))),
         Claim(id="d2_empirical_within_bound",
               text="D_2(E_x[rho(x)] || rho_I) <= log2(1 + (2^N - 1) e^{-L sigma^2}) measured on the data: the "
                    "empirical D_2 (its lower 3-SE confidence bound) minus the bound, maximised over every "

@@ -14,7 +14,7 @@ import pandas as pd
 from flows.rethink_uncertainty import method
 from flows.rethink_uncertainty.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_bundled, save_parquet
 from tasks.paper import over_seeds, paper_flow, run_mapped
 
@@ -33,8 +33,7 @@ def _ratio_claim(problem: str, est: str) -> Claim:
               "paper's 'poor estimators' claim"),
         source="plan claim 1 (magnitude); sanity under the verdict rules", metric=f"errors.{problem}.{est}.ratio_first_over_last.ratio",
         comparison=">=", threshold=10.0, kind="magnitude", role="sanity",
-        interval=(f"errors.{problem}.{est}.ratio_first_over_last.ci_low",
-                  f"errors.{problem}.{est}.ratio_first_over_last.ci_high"))
+        interval=ci(f"errors.{problem}.{est}.ratio_first_over_last"))
 
 
 def _monotone_claim(problem: str) -> Claim:
@@ -59,12 +58,11 @@ def _bald_claim(n: int) -> Claim:
               "(non-negligible exactly where BALD is used)"),
         source="plan claim 2 (magnitude)", metric=f"errors.discrete.eps_theta.by_n.{n}.mean", comparison=">",
         threshold=0.001, kind="magnitude", role="claim",
-        interval=(f"errors.discrete.eps_theta.by_n.{n}.ci_low", f"errors.discrete.eps_theta.by_n.{n}.ci_high"),
+        interval=ci(f"errors.discrete.eps_theta.by_n.{n}"),
         # the same error with plenty of data, where BALD is expected to be accurate: if it also exceeded the
         # threshold, the threshold would not single out small n
         control=Control(name="the same error at the largest n (1000)", metric="errors.discrete.eps_theta.at_last_n.mean",
-                        interval=("errors.discrete.eps_theta.at_last_n.ci_low",
-                                  "errors.discrete.eps_theta.at_last_n.ci_high")))
+                        interval=ci("errors.discrete.eps_theta.at_last_n")))
 
 
 PAPER = Paper(
@@ -86,12 +84,10 @@ PAPER = Paper(
               source="abstract; plan claim 3 (direction, supplementary)",
               metric="active_learning.final_acc_diff.bald_minus_random.mean", comparison=">", threshold=0.0,
               kind="direction", role="claim",
-              interval=("active_learning.final_acc_diff.bald_minus_random.ci_low",
-                        "active_learning.final_acc_diff.bald_minus_random.ci_high"),
+              interval=ci("active_learning.final_acc_diff.bald_minus_random"),
               control=Control(name="random acquisition from an independent stream minus random",
                               metric="active_learning.final_acc_diff.random_control_minus_random.mean",
-                              interval=("active_learning.final_acc_diff.random_control_minus_random.ci_low",
-                                        "active_learning.final_acc_diff.random_control_minus_random.ci_high"))),
+                              interval=ci("active_learning.final_acc_diff.random_control_minus_random"))),
         Claim(id="decomposition_identities",
               text=("the decision-theoretic decomposition sums to the total (squared loss: h[p_n] = E_theta h[p(z|theta)] "
                     "+ Var_theta) and BALD equals the model's own parameter EIG (log loss), each side computed by a "

@@ -11,7 +11,7 @@ import pandas as pd
 from flows.sfbd_deconv import method
 from flows.sfbd_deconv.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import paper_flow, run_mapped
 
@@ -34,10 +34,10 @@ def _claims() -> tuple[Claim, ...]:
             """A paired difference < 0 with its interval; ``control``: the same difference with SFBD's denoising
             step ablated (the pretrained model fine-tuned on the raw noisy rows, ``noisy_finetune_low``)."""
             out = {"metric": f"{kind}.diff.{key}.mean", "comparison": "<", "threshold": 0.0, "kind": "direction",
-                   "role": "claim", "interval": (f"{kind}.diff.{key}.ci_low", f"{kind}.diff.{key}.ci_high")}
+                   "role": "claim", "interval": ci(f"{kind}.diff.{key}")}
             if control is not None:
                 out["control"] = Control(name=_ABLATED, metric=f"{kind}.diff.{control}.mean",
-                                         interval=(f"{kind}.diff.{control}.ci_low", f"{kind}.diff.{control}.ci_high"))
+                                         interval=ci(f"{kind}.diff.{control}"))
             return out
 
         claims += [

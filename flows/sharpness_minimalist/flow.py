@@ -11,7 +11,7 @@ import pandas as pd
 from flows.sharpness_minimalist import method
 from flows.sharpness_minimalist.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_bundled, save_parquet
 from tasks.paper import over_seeds, paper_flow
 
@@ -26,9 +26,6 @@ def _claims(spectrum: str) -> tuple[Claim, ...]:
     S = spectrum
     sfx = "" if S == "isotropic" else "_powerlaw"
     on = f" [{SPECTRUM_NAMES[S]}]"
-
-    def ci(path: str) -> tuple[str, str]:
-        return (f"{path}.ci_low", f"{path}.ci_high")
 
     def ctrl(name: str, path: str) -> Control:
         return Control(name=name, metric=f"{path}.mean", interval=ci(path))
@@ -104,9 +101,9 @@ PAPER = Paper(
                    "classes, terminal sharpness increases with the label-noise fraction (Spearman >= 0.8 over "
                    "5 levels)",
               source="abstract; plan claim 4 (direction)", metric="mlp.spearman.mean", comparison=">=",
-              threshold=0.8, kind="direction", role="claim", interval=("mlp.spearman.ci_low", "mlp.spearman.ci_high"),
+              threshold=0.8, kind="direction", role="claim", interval=ci("mlp.spearman"),
               control=Control(name="the same MLPs at initialisation (step 0)", metric="mlp.spearman_at_init.mean",
-                              interval=("mlp.spearman_at_init.ci_low", "mlp.spearman_at_init.ci_high")),
+                              interval=ci("mlp.spearman_at_init")),
               scaled="a 64-32-32-1 tanh MLP on 200 examples of sklearn digits (3 vs 8) instead of the paper's "
                      "CIFAR-scale networks; 'terminal' = after a fixed number of GD steps"),
         Claim(id="closed_form_equals_autograd_hessian",

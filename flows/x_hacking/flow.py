@@ -12,7 +12,7 @@ import pandas as pd
 from flows.x_hacking import method
 from flows.x_hacking.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
+from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_bundled
 from tasks.paper import paper_flow, run_mapped
 
@@ -20,7 +20,7 @@ from tasks.paper import paper_flow, run_mapped
 # sampling's own later trials in reverse order). Judged by the same statistic, it should show no speed-up.
 SPEEDUP_CONTROL = Control(name="random sampling in BO's place after the shared startup trials",
                           metric="control.speedup.geomean",
-                          interval=("control.speedup.ci_low", "control.speedup.ci_high"))
+                          interval=ci("control.speedup"))
 
 PAPER = Paper(
     slug="x_hacking",
@@ -34,12 +34,12 @@ PAPER = Paper(
               text="on average, Bayesian optimisation accelerates X-hacking 3-fold for features susceptible to "
                    "it, versus random sampling",
               source="abstract; plan claim 1 (magnitude)", metric="speedup.geomean", comparison=">=",
-              threshold=3.0, kind="magnitude", role="claim", interval=("speedup.ci_low", "speedup.ci_high"),
+              threshold=3.0, kind="magnitude", role="claim", interval=ci("speedup"),
               control=SPEEDUP_CONTROL, censored="speedup.censored", per_setting="speedup.ratio_by_pair"),
         Claim(id="bo_faster_than_random",
               text="Bayesian optimisation accelerates X-hacking ... versus random sampling (direction: speed-up > 1)",
               source="abstract; plan claim 1 (direction)", metric="speedup.geomean", comparison=">",
-              threshold=1.0, kind="direction", role="claim", interval=("speedup.ci_low", "speedup.ci_high"),
+              threshold=1.0, kind="direction", role="claim", interval=ci("speedup"),
               control=SPEEDUP_CONTROL, censored="speedup.censored", per_setting="speedup.ratio_by_pair"),
         Claim(id="redundancy_predicts_vulnerability",
               text="We show the vulnerability of a dataset to X-hacking can be determined by information "
