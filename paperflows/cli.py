@@ -137,12 +137,14 @@ def robustness(slugs: List[str] = typer.Argument(None, help="papers (default: al
                offset: Optional[int] = typer.Option(None, help="seed offset (default: the one fixed in code)")) -> None:
     """Rerun papers with common.seed shifted, compare verdicts claim by claim; writes results/ROBUSTNESS.md."""
     from paperflows import robustness as module
+    from paperflows.summary import verdict_pairs
 
     try:
         record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo)
     except Exception as err:
         _fail(err)
-    flips = sum(c["changed"] for claims in record["papers"].values() for c in claims.values())
+    flips = sum(committed != shifted for slug in record["papers"]
+                for _, committed, shifted in verdict_pairs(record, Path("results"), slug).values())
     typer.echo(f"wrote results/ROBUSTNESS.md: {flips} verdicts flip at seed offset {record['offset']}")
 
 

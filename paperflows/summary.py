@@ -73,6 +73,16 @@ def flip_note(robustness: dict[str, Any], slug: str, claim_id: str, committed: s
     return f"flips to {shifted} at seed offset {robustness['offset']}"
 
 
+def verdict_pairs(robustness: dict[str, Any], results_root: Path, slug: str) -> dict[str, tuple[str, str, str]]:
+    """``{claim: (role, committed verdict, verdict at shifted seeds)}`` for a paper's committed claims
+    ("absent" where the robustness run lacks the claim); empty when the paper was not rerun or has no results."""
+    document = load_metrics(results_root, slug)
+    if slug not in robustness.get("papers", {}) or document is None:
+        return {}
+    return {cid: (result["role"], result["verdict"], shifted_verdict(robustness, slug, cid) or "absent")
+            for cid, result in document["claims"].items()}
+
+
 def robustness_markdown(robustness: dict[str, Any], results_root: Path, slugs: Sequence[str]) -> str:
     """Per paper, the share of verdicts that hold at shifted seeds and the claims that flip."""
     offset = robustness["offset"]
@@ -86,19 +96,19 @@ def robustness_markdown(robustness: dict[str, Any], results_root: Path, slugs: S
              "|---|---|---|---|"]
     totals = {"claim": [0, 0], "sanity": [0, 0]}
     for slug in slugs:
-        document = load_metrics(results_root, slug)
-        if slug not in robustness.get("papers", {}) or document is None:
+        pairs = verdict_pairs(robustness, results_root, slug)
+        if not pairs:
             lines.append(f"| `{slug}` | not run | | |")
             continue
-        held, flips = {}, []
+        held = {}
         for role in ("claim", "sanity"):
-            mine = {cid: result["verdict"] for cid, result in document["claims"].items() if result["role"] == role}
-            shifted = {cid: shifted_verdict(robustness, slug, cid) or "absent" for cid in mine}
-            kept = sum(shifted[cid] == verdict for cid, verdict in mine.items())
+            mine = [(committed, shifted) for r, committed, shifted in pairs.values() if r == role]
+            kept = sum(committed == shifted for committed, shifted in mine)
             held[role] = f"{kept}/{len(mine)}"
             totals[role][0] += kept
             totals[role][1] += len(mine)
-            flips += [f"`{cid}`: {verdict} → {shifted[cid]}" for cid, verdict in mine.items() if shifted[cid] != verdict]
+        flips = [f"`{cid}`: {committed} → {shifted}" for cid, (_, committed, shifted) in pairs.items()
+                 if committed != shifted]
         lines.append(f"| `{slug}` | {held['claim']} | {held['sanity']} | {'; '.join(flips) or '–'} |")
     share = lambda held, total: f"{held}/{total} ({held / total:.0%})" if total else "0/0"  # noqa: E731
     lines += ["", f"**Verdicts that hold: claims {share(*totals['claim'])}, sanity checks {share(*totals['sanity'])}.**\n"]

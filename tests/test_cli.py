@@ -29,7 +29,7 @@ def test_bad_override_names_the_key(tmp_path):
 
 def test_params_are_validated_without_prefect_torch_or_any_method():
     """What makes a params error fast: validation imports only params.py files (no timing asserted here;
-    benchmarks/bench_feedback.py measures it)."""
+    benchmarks/bench_harness.py measures it)."""
     code = ("import sys; from paperflows.params import check_params_file; problems = check_params_file(); "
             "heavy = sorted(m for m in ('prefect', 'torch', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules); "
             "methods = sorted(m for m in sys.modules if m.endswith(('.method', '.flow'))); "

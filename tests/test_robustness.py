@@ -70,3 +70,19 @@ def test_flips_are_derived_from_the_committed_verdicts_as_they_are_now(tmp_path)
     line_a = next(line for line in summary.splitlines() if line.startswith("| a |"))
     line_b = next(line for line in summary.splitlines() if line.startswith("| b |"))
     assert "flips" not in line_a and "flips to reproduced at seed offset 100" in line_b
+
+
+def test_the_command_counts_flips_against_the_committed_verdicts(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import paperflows.robustness
+    from paperflows.cli import app
+
+    record = {"offset": 100, "papers": {"p": {"a": {"verdict": "inconclusive", "role": "claim"},
+                                              "b": {"verdict": "reproduced", "role": "claim"},
+                                              "s": {"verdict": "not reproduced", "role": "sanity"}}}}
+    _write_results(tmp_path / "results", {"a": "reproduced", "b": "reproduced", "s": "reproduced"})
+    monkeypatch.setattr(paperflows.robustness, "robustness", lambda *args, **kwargs: record)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["robustness", "p"])
+    assert result.exit_code == 0 and "2 verdicts flip at seed offset 100" in result.output
