@@ -86,7 +86,7 @@ def _figure(rows: pd.DataFrame, summary: dict) -> tuple[plt.Figure, pd.DataFrame
     for i, a in enumerate(arms):
         y = rows.loc[rows["arm"] == a, "miou"].to_numpy()
         ax.plot(np.full(len(y), i) + np.linspace(-0.15, 0.15, len(y)), y, "k.", ms=4)
-    ax.set_xticks(range(len(arms)), [LABEL[a].replace(" (", "\n(").replace(" over ", "\nover ") for a in arms], fontsize=7)
+    ax.set_xticks(range(len(arms)), [LABEL[a].replace(" (", "\n(").replace(" over ", "\nover ").replace(" without ", "\nwithout ") for a in arms], fontsize=7)
     ax.set(ylabel="novel-class mIoU (%) [mean, 95% CI; dots = seeds]", title="2-way 1-shot, procedural scenes")
     fig.tight_layout()
     plot = pd.DataFrame({"x": range(len(arms)), "y": means, "series": arms})
