@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import yaml
 
 from paperflows.params import FLOWS_DIR, configured_slugs
+from paperflows.summary import ROBUSTNESS_FILE, ROBUSTNESS_REPORT
 
 REPO = FLOWS_DIR.parent
 FOLLOWED_PACKAGES = ("tasks", "paperflows", "flows")
@@ -120,13 +121,13 @@ def paper_stage(slug: str) -> dict[str, Any]:
 
 def summary_stage(slugs: list[str]) -> dict[str, Any]:
     # once a robustness run is on record, the summary also derives ROBUSTNESS.md from it
-    robustness = (REPO / "results" / "robustness.json").is_file()
+    robustness = (REPO / "results" / ROBUSTNESS_FILE).is_file()
     return {
         "cmd": "paperflows report",
         "deps": _relative(import_closure([REPO / SUMMARY_ENTRY])) + [f"results/{s}/metrics.json" for s in slugs]
-        + (["results/robustness.json"] if robustness else []),
+        + ([f"results/{ROBUSTNESS_FILE}"] if robustness else []),
         "outs": [{"results/SUMMARY.md": {"cache": False}}]
-        + ([{"results/ROBUSTNESS.md": {"cache": False}}] if robustness else []),
+        + ([{f"results/{ROBUSTNESS_REPORT}": {"cache": False}}] if robustness else []),
     }
 
 

@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 
 from paperflows.params import configured_slugs, read_params_file
 from paperflows.pipeline import run_paper
-from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, robustness_markdown
-from tasks.io import atomic_write_json, atomic_write_text
+from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, write_robustness_report
+from tasks.io import atomic_write_json
 
 OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones (a paper has at most 100 seeds)
 
@@ -40,8 +40,7 @@ def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Pat
         record["papers"][slug] = {cid: {"verdict": result["verdict"], "role": result["role"]}
                                   for cid, result in fresh["claims"].items()}
     atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)
-    atomic_write_text(root / "results" / "ROBUSTNESS.md",
-                      robustness_markdown(record, root / "results", configured_slugs(params_file)))
+    write_robustness_report(record, root / "results", configured_slugs(params_file))
     return record
 
 
