@@ -12,14 +12,16 @@ orthogonal matrix is parameterised:
   ``V(f)`` the FFT of a k x k kernel ``(c_max, r)``: a block reflector, orthogonal by construction
   (no iteration, no series); one r x r solve per frequency. As in the official code the input is
   zero-padded by k // 2, the circular conv runs on the padded grid and the output is cropped back.
-* **Cayley**: per frequency ``W(f) = (I + S(f))^{-1} (I - S(f))`` with ``S = A - A^H`` skew-Hermitian,
-  ``A(f)`` the FFT of a k x k kernel; circular convolution on the image (as Trockman & Kolter); one
-  c_max x c_max solve per frequency.
+* **Cayley**: per frequency the (generalised) Cayley transform of the kernel's FFT, ``(I + S)^{-1} (I - S)``
+  with ``S`` skew-Hermitian in the square case (Trockman & Kolter, as in the official repository: same
+  pad + crop, centred kernel, global scale ``alpha W / ||W||``); one c_min x c_min inverse per frequency.
 * **SOC**: ``exp(S) x`` by a truncated Taylor series, ``S`` a skew-symmetric zero-padded convolution
-  (kernel ``(K - K^T_flipped) / 2``) scaled to spectral norm ~1 (6 terms in training, 15 at evaluation).
+  (kernel ``(K - K^T_flipped) / 2``) divided by the smallest of four reshaped-kernel norms, as the official
+  code (6 terms in training, 15 at evaluation).
 
-A layer with ``c_out != c_in`` uses the top-left ``c_out x c_in`` block of the ``c_max x c_max`` matrix
-(orthonormal columns when ``c_out >= c_in``, a 1-Lipschitz projection otherwise), as the official code.
+A BRO or SOC layer with ``c_out != c_in`` uses the top-left ``c_out x c_in`` block of a ``c_max x c_max``
+orthogonal matrix (orthonormal columns when ``c_out >= c_in``, a 1-Lipschitz projection otherwise), as
+the official code; Cayley's rectangular transform gives orthonormal columns (or rows) directly.
 """
 
 from __future__ import annotations
@@ -72,12 +74,21 @@ def block_reflector(V: torch.Tensor, eps_ratio: float) -> torch.Tensor:
     return eye_m - 2.0 * V @ torch.linalg.solve(gram, V.mH)
 
 
-def cayley(A: torch.Tensor) -> torch.Tensor:
-    """Cayley transform ``(I + S)^{-1} (I - S)`` of ``S = A - A^H`` for ``A`` of shape ``(F, m, m)``: unitary
-    because S is skew-Hermitian (its eigenvalues are imaginary, so I + S is invertible)."""
-    S = A - A.mH
-    eye = torch.eye(A.shape[-1], dtype=A.dtype)
-    return torch.linalg.solve(eye + S, eye - S)
+def cayley(W: torch.Tensor) -> torch.Tensor:
+    """Trockman & Kolter's (generalised) Cayley transform of ``W`` ``(F, c_out, c_in)``, shape ``(F, c_out, c_in)``.
+
+    For c_out >= c_in, with ``U = W[:, :c_in]`` (square) and ``V = W[:, c_in:]``, ``A = U - U^H + V^H V`` and
+    ``Q = [(I + A)^{-1} (I - A); -2 V (I + A)^{-1}]`` has orthonormal columns (square case: the classic
+    ``(I + S)^{-1} (I - S)`` of the skew-Hermitian ``S = U - U^H``); for c_out < c_in the transform of the
+    transpose, transposed back (orthonormal rows). One c_min x c_min inverse per frequency."""
+    _, c_out, c_in = W.shape
+    if c_in > c_out:
+        return cayley(W.transpose(1, 2)).transpose(1, 2)
+    U, V = W[:, :c_in], W[:, c_in:]
+    eye = torch.eye(c_in, dtype=W.dtype)
+    A = U - U.mH + V.mH @ V
+    inverse = torch.linalg.inv(eye + A)
+    return torch.cat([inverse @ (eye - A), -2.0 * V @ inverse], dim=1)
 
 
 class FFTOrthoConv(nn.Module):
@@ -157,20 +168,29 @@ class BROConv(FFTOrthoConv):
 
 
 class CayleyConv(FFTOrthoConv):
-    """Cayley: ``A`` a real kernel ``(c_max, c_max, k, k)`` (PyTorch's default conv init) with Trockman &
-    Kolter's learnable scale ``alpha`` (initialised to ||A||_F, so that S starts at its init scale)."""
+    """Cayley as in the official repository (after Trockman & Kolter): a real kernel ``(c_out, c_in, k, k)``
+    (PyTorch's default conv init), zero-padded input and cropped output like BRO, the kernel's FFT
+    conjugated (PyTorch convs are cross-correlations) and phase-shifted so that the kernel is centred,
+    then ``cayley(alpha * W / ||W||)`` per frequency, ``||W||`` over all frequencies. ``alpha`` starts at 1
+    for convs (a near-identity start) and at ``||W||`` for the dense head (``dense``: the official
+    ``CayleyLinear``, uniform init +-1/sqrt(c_in))."""
 
-    def __init__(self, c_in: int, c_out: int, kernel_size: int, size: int) -> None:
-        super().__init__(c_in, c_out, kernel_size, size, pad=False)
-        A = torch.empty(self.c_max, self.c_max, kernel_size, kernel_size)
-        nn.init.kaiming_uniform_(A, a=math.sqrt(5))
+    def __init__(self, c_in: int, c_out: int, kernel_size: int, size: int, dense: bool = False) -> None:
+        super().__init__(c_in, c_out, kernel_size, size, pad=True)
+        A = torch.empty(c_out, c_in, kernel_size, kernel_size)
+        if dense:
+            nn.init.uniform_(A, -1 / math.sqrt(c_in), 1 / math.sqrt(c_in))
+        else:
+            nn.init.kaiming_uniform_(A, a=math.sqrt(5))
         self.A = nn.Parameter(A)
-        self.alpha = nn.Parameter(A.norm().detach().clone())
+        self.alpha = nn.Parameter(A.norm().detach().clone() if dense else torch.tensor(1.0))
+        n, s = self.n, (kernel_size - 1) // 2
+        rows, cols = torch.meshgrid(torch.arange(n), torch.arange(n // 2 + 1), indexing="ij")
+        self.register_buffer("shift", torch.exp(-2j * math.pi * s * (rows + cols) / n).reshape(-1, 1, 1).to(torch.complex64))
 
     def matrices(self) -> torch.Tensor:
-        A = self.alpha * self.A / self.A.norm()
-        # conj: the FFT of a cross-correlation kernel (PyTorch's conv) is the conjugate of a convolution's
-        return cayley(kernel_fft(A, self.n).conj())
+        W = self.shift * kernel_fft(self.A, self.n).conj()
+        return cayley(self.alpha * W / W.norm())
 
 
 def transpose_filter(kernel: torch.Tensor) -> torch.Tensor:
@@ -178,11 +198,20 @@ def transpose_filter(kernel: torch.Tensor) -> torch.Tensor:
     return kernel.transpose(0, 1).flip(2, 3)
 
 
+def _unit(t: torch.Tensor) -> torch.Tensor:
+    return t / t.norm().clamp_min(1e-12)
+
+
 class SOCConv(nn.Module):
-    """SOC: ``z = exp(S) x`` with ``S`` the zero-padded 'same' conv with skew kernel ``(K - K^T) / 2``,
-    divided by its spectral norm (power iteration on the layer's own input size, one step per training
-    step from a persistent vector, 50 at init) so that the Taylor series converges fast. Channels are
-    zero-padded to c_max on the way in and the first c_out kept on the way out."""
+    """SOC as in the official repository: ``z = exp(S) x`` by a truncated Taylor series, ``S`` the zero-padded
+    'same' conv with skew kernel ``(K - K^T_flipped) / 2`` divided by the smallest of the four 'fantastic
+    four' matrix norms of the kernel (each by power iteration on a reshaping of the 4-D kernel, 50 steps at
+    init, one per training step; no gradient through the vectors). Channels are zero-padded to c_max on
+    the way in and the first c_out kept on the way out."""
+
+    # (sum axes for v, shape of u, sum axes for u, shape of v) of the four reshapings
+    SHAPES = (((1, 3), (1, -1, 1, -2), (0, 2)), ((1, 2), (1, -1, -2, 1), (0, 3)),
+              ((1, 2, 3), (1, -1, -2, -2), (0,)), ((0, 2, 3), (-1, 1, -2, -2), (1,)))
 
     def __init__(self, c_in: int, c_out: int, kernel_size: int, size: int, train_terms: int, eval_terms: int,
                  seed: int) -> None:
@@ -192,8 +221,10 @@ class SOCConv(nn.Module):
         self.K = nn.Parameter(torch.randn(self.c_max, self.c_max, kernel_size, kernel_size) / math.sqrt(self.c_max))
         self.bias = nn.Parameter(torch.zeros(c_out))
         self.train_terms, self.eval_terms = train_terms, eval_terms
-        u = torch.randn(1, self.c_max, size, size, generator=torch_generator(seed))
-        self.register_buffer("u", u / u.norm())
+        generator = torch_generator(seed)
+        for i, (_, u_shape, _) in enumerate(self.SHAPES):
+            shape = [self.c_max if d == -1 else kernel_size if d == -2 else d for d in u_shape]
+            self.register_buffer(f"u{i}", _unit(torch.randn(shape, generator=generator)))
         self._power(50)
 
     def _skew(self) -> torch.Tensor:
@@ -202,15 +233,20 @@ class SOCConv(nn.Module):
     @torch.no_grad()
     def _power(self, iters: int) -> None:
         skew = self._skew()
-        for _ in range(iters):  # S^T = -S, so S^T S u = -S(S u)
-            v = -F.conv2d(F.conv2d(self.u, skew, padding=self.k // 2), skew, padding=self.k // 2)
-            self.u = v / v.norm().clamp_min(1e-12)
+        for _ in range(iters):
+            for i, (v_axes, _, u_axes) in enumerate(self.SHAPES):
+                v = _unit((skew * getattr(self, f"u{i}")).sum(v_axes, keepdim=True))
+                setattr(self, f"u{i}", _unit((skew * v).sum(u_axes, keepdim=True)))
 
     def scaled_skew(self) -> torch.Tensor:
-        """The skew kernel divided by ||S u|| (u the power-iteration vector, no gradient through u)."""
+        """The skew kernel divided by min_i u_i^T R_i v_i (the four power-iteration norm estimates)."""
         skew = self._skew()
-        sigma = F.conv2d(self.u, skew, padding=self.k // 2).norm().clamp_min(1e-12)
-        return skew / sigma
+        sigmas = []
+        for i, (v_axes, _, _) in enumerate(self.SHAPES):
+            u = getattr(self, f"u{i}")
+            v = _unit((skew.detach() * u).sum(v_axes, keepdim=True))
+            sigmas.append((skew * u * v).sum())
+        return skew / torch.stack(sigmas).min().clamp_min(1e-12)
 
     def linear(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
@@ -240,7 +276,7 @@ def make_layer(kind: str, c_in: int, c_out: int, kernel_size: int, size: int, p:
     if kind == "bro":
         return BROConv(c_in, c_out, kernel_size, size, p.bro_rank, p.bro_eps)
     if kind == "cayley":
-        return CayleyConv(c_in, c_out, kernel_size, size)
+        return CayleyConv(c_in, c_out, kernel_size, size, dense=size == 1 and kernel_size == 1)
     if kind == "soc":
         return SOCConv(c_in, c_out, kernel_size, size, p.soc_train_terms, p.soc_eval_terms, seed)
     raise ValueError(f"unknown layer kind {kind!r}; choose one of {KINDS}")
