@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: check, list, run, repro, report, robustness, new, dvc-yaml, recheck, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, repro, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -109,6 +109,18 @@ def dvc_yaml(check_only: bool = typer.Option(False, "--check", help="exit 1 if d
     if current != text:
         atomic_write_text(Path("dvc.yaml"), text)
     typer.echo("dvc.yaml " + ("written" if current != text else "unchanged"))
+
+
+@app.command("split-params")
+def split_params() -> None:
+    """Write params/<slug>.yaml (a paper's section and common) from params.yaml: DVC stage `params` runs it."""
+    from paperflows.params import write_stage_params
+
+    try:
+        written = write_stage_params()
+    except Exception as err:
+        _fail(err)
+    typer.echo(f"params/: {len(written)} file(s) written" + (f" ({', '.join(written)})" if written else ""))
 
 
 @app.command()

@@ -14,10 +14,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.contract import PaperParams
+from tasks.io import atomic_write_text
 
 FLOWS_DIR = Path(__file__).resolve().parent.parent / "flows"  # the code; data, results and params live in the working directory
 CRON_FIELDS = 5
 TOP_LEVEL_KEYS = ("common", "papers", "schedules")
+STAGE_PARAMS_DIR = Path("params")  # params/<slug>.yaml: what each DVC stage reads (see dvcgen)
 
 
 class ParamsError(ValueError):
@@ -161,3 +163,24 @@ def check_params_file(path: Path = Path("params.yaml")) -> list[str]:
     except ValidationError as err:
         problems.append(_explain("common", err))
     return list(dict.fromkeys(problems))
+
+
+def stage_params_text(raw: dict[str, Any], slug: str) -> str:
+    """The content of ``params/<slug>.yaml``: ``common`` and the paper's own section, under the same keys as in
+    ``params.yaml`` (so ``dvc.lock`` names them as before)."""
+    return yaml.safe_dump({"common": raw.get("common"), "papers": {slug: raw["papers"][slug]}}, sort_keys=False)
+
+
+def write_stage_params(root: Path = Path(".")) -> list[str]:
+    """Write ``root/params/<slug>.yaml`` for every paper of ``root/params.yaml``, each only when its content
+    changed (an untouched file keeps its timestamp and hash); returns the slugs whose file was written."""
+    raw = read_params_file(root / "params.yaml")
+    written = []
+    for slug in configured_slugs(root / "params.yaml"):
+        target = root / STAGE_PARAMS_DIR / f"{slug}.yaml"
+        text = stage_params_text(raw, slug)
+        if not target.is_file() or target.read_text() != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(target, text)
+            written.append(slug)
+    return written
