@@ -74,13 +74,16 @@ def check(params_file: Path = typer.Option(Path("params.yaml"), help="params fil
 
 @app.command()
 def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_paper")) -> None:
-    """Start a paper: flows/<slug>/ (params.py, method.py, flow.py), a test skeleton and a params section; regenerate dvc.yaml."""
+    """Start a paper: flows/<slug>/ (params.py, method.py, flow.py), a test skeleton and a params section; regenerate
+    dvc.yaml and params/<slug>.yaml."""
     from paperflows.dvcgen import dvc_yaml_text
+    from paperflows.params import write_stage_params
     from paperflows.scaffold import new_paper
     from tasks.io import atomic_write_text
 
     try:
         written = new_paper(slug)
+        write_stage_params()
         atomic_write_text(Path("dvc.yaml"), dvc_yaml_text())
     except Exception as err:
         _fail(err)

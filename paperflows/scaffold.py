@@ -6,6 +6,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from paperflows.dvcgen import RESERVED_STAGES
 from tasks.io import atomic_write_text
 
 FILES = {"params.py.tmpl": "flows/{slug}/params.py", "method.py.tmpl": "flows/{slug}/method.py",
@@ -16,8 +17,9 @@ SECTION = "  {slug}:\n    seeds: 5\n    n_samples: 100\n"
 def new_paper(slug: str, root: Path = Path(".")) -> list[Path]:
     """Write ``flows/<slug>/`` (params.py, method.py, flow.py), ``tests/test_<slug>.py`` and a
     ``papers.<slug>`` section at the end of ``params.yaml``; refuse to overwrite anything."""
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", slug) or slug == "summary":
-        raise ValueError(f"slug '{slug}' must be lowercase letters, digits and underscores (and not 'summary')")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", slug) or slug in RESERVED_STAGES:
+        raise ValueError(f"slug '{slug}' must be lowercase letters, digits and underscores (and not a stage's name: "
+                         f"{', '.join(RESERVED_STAGES)})")
     root = Path(root)
     targets = [root / pattern.format(slug=slug) for pattern in FILES.values()]
     existing = [str(t) for t in targets if t.exists()]

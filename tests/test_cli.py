@@ -92,6 +92,7 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     result = cli("new", "demo_paper", env_extra=env, cwd=repo)
     assert result.returncode == 0, result.stderr
     assert "demo_paper:" in (repo / "dvc.yaml").read_text()
+    assert "demo_paper:" in (repo / "params" / "demo_paper.yaml").read_text()
     assert cli("check", env_extra=env, cwd=repo).returncode == 0
     assert cli("dvc-yaml", "--check", env_extra=env, cwd=repo).returncode == 0
     run = cli("run", "demo_paper", "--smoke", env_extra=env, cwd=repo)
@@ -102,3 +103,5 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     assert tests.returncode == 0, tests.stdout[-2000:]
     again = cli("new", "demo_paper", env_extra=env, cwd=repo)
     assert again.returncode == 1 and "already there" in again.stderr
+    reserved = cli("new", "params", env_extra=env, cwd=repo)
+    assert reserved.returncode == 1 and "stage's name" in reserved.stderr
