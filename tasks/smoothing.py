@@ -58,26 +58,19 @@ def sample_counts(model: Model, x: torch.Tensor, sigma: float, n: int, batch_siz
     generator = torch_generator(seed)
     x = x.detach()
     m = len(x)
-    counts: np.ndarray | None = None
+    n_classes = model(x[:1]).shape[1]
+    counts = np.zeros((m, n_classes), dtype=np.int64)
     points_per_chunk = max(1, batch_size // n)
     for start in range(0, m, points_per_chunk):
         block = x[start:start + points_per_chunk]
         b = len(block)
         # draws of one point are in chunks too, so a huge n never builds one huge batch
-        block_counts = None
         for drawn in range(0, n, max(1, batch_size)):
             k = min(batch_size, n - drawn)
             noisy = block.unsqueeze(1).expand(b, k, *block.shape[1:]).reshape(b * k, *block.shape[1:])
             noisy = noisy + sigma * torch.randn(noisy.shape, generator=generator, dtype=noisy.dtype)
             labels = model(noisy).argmax(dim=1).view(b, k)
-            if counts is None:
-                n_classes = model(block[:1]).shape[1]
-                counts = np.zeros((m, n_classes), dtype=np.int64)
-            if block_counts is None:
-                block_counts = torch.zeros(b, counts.shape[1], dtype=torch.int64)
-            block_counts += torch.nn.functional.one_hot(labels, counts.shape[1]).sum(dim=1)
-        counts[start:start + b] = block_counts.numpy()
-    assert counts is not None
+            counts[start:start + b] += torch.nn.functional.one_hot(labels, n_classes).sum(dim=1).numpy()
     return counts
 
 
