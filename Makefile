@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_orchestration.py
 	$(BIN)/python benchmarks/bench_lapsum.py
 	$(BIN)/python benchmarks/bench_two_sample.py
+	$(BIN)/python benchmarks/bench_graphs.py
 
 stop:
 	$(BIN)/paperflows server down
