@@ -298,10 +298,12 @@ def saved_tensor_bytes(fn) -> int:
     activation memory of the step, the part that grows with the number of points (deterministic, unlike
     an allocator's peak on a shared CPU)."""
     seen: dict[tuple[int, int], int] = {}
+    alive: list[torch.Tensor] = []          # held until the end, so no freed address is reused and miscounted
 
     def pack(t: torch.Tensor):
         key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
         seen[key] = t.untyped_storage().nbytes()
+        alive.append(t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
