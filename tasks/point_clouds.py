@@ -251,3 +251,43 @@ def few_shot_episode(labels: np.ndarray, classes: Sequence[int], n_way: int, k_s
         target[labels[query_arr] == c] = w + 1
     return {"ways": ways, "support": support_arr, "query": query_arr, "support_mask": support_mask,
             "query_target": target}
+
+
+# ---------------------------------------------------------------------------------------------------
+# single-object clouds for shape classification (random SO(3) poses, anisotropic scale, jitter)
+# ---------------------------------------------------------------------------------------------------
+
+def random_rotations(n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` rotation matrices ``(n, 3, 3)`` drawn uniformly (Haar measure) on SO(3).
+
+    A uniform unit quaternion (a normalised 4-D Gaussian) is a uniform rotation; scipy's ``Rotation``
+    does the quaternion-to-matrix conversion."""
+    from scipy.spatial.transform import Rotation
+
+    q = rng.standard_normal((n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return Rotation.from_quat(q).as_matrix()
+
+
+def shape_classification_set(classes: Sequence[str], n_per_class: int, n_points: int, rng: np.random.Generator,
+                             rotate: bool = True, jitter: float = 0.01,
+                             scale_range: tuple[float, float] = (0.8, 1.2)) -> tuple[np.ndarray, np.ndarray]:
+    """A shape-classification set: ``(clouds (m, n_points, 3) float32, labels (m,) int64)``, ``m =
+    len(classes) * n_per_class``, class-major order; label ``i`` is ``classes[i]`` (names of :data:`SHAPES`).
+
+    Each cloud is :func:`sample_shape` in its canonical pose, stretched by an independent factor per axis
+    drawn uniformly from ``scale_range`` (anisotropic scale), rotated by a uniform SO(3) rotation when
+    ``rotate``, and jittered by i.i.d. Gaussian noise of std ``jitter`` per coordinate. Clouds are not
+    re-centred or normalised (surface samplers are centred near the origin already).
+    """
+    clouds, labels = [], []
+    for label, name in enumerate(classes):
+        for _ in range(n_per_class):
+            pts = sample_shape(name, n_points, rng) * rng.uniform(scale_range[0], scale_range[1], size=3)
+            clouds.append(pts)
+            labels.append(label)
+    x = np.stack(clouds)                                                # (m, n_points, 3)
+    if rotate:
+        x = np.einsum("mij,mpj->mpi", random_rotations(len(x), rng), x)
+    x = x + jitter * rng.standard_normal(x.shape)
+    return x.astype(np.float32), np.asarray(labels, dtype=np.int64)
