@@ -260,8 +260,8 @@ def _reading_below(metrics: dict) -> str:
         f"alpha * exploitation + (1 - alpha) * sqrt(ln N_parent / N_child) for an expanded one, so with {metrics['explained']['mean_candidates']:.0f} children "
         "and small per-event effects it spends much of its budget on single-event removals (breadth first; measured "
         f"share of CoDy's calls on one-event subsets: {share}); "
-        "where a counterfactual needs several events, the deeper, cheaper searches (GreeDy's 10-per-step, ranking "
-        "prefixes, iRand's growing random subsets) reach one more often at this budget (fid+ at any sparsity: "
+        "where a counterfactual needs several events, searches that go deep at once (ranking prefixes, iRand's growing "
+        "random subsets) reach one more often at this budget, with larger explanations (fid+ at any sparsity: "
         f"{LABEL[b]} {metrics['fidelity'][b]:.2f} against {LABEL[c]} {metrics['fidelity'][c]:.2f}; at sparsity <= 0.1: "
         f"{metrics['fidelity_at_sparsity_0p1'][b]:.2f} against {metrics['fidelity_at_sparsity_0p1'][c]:.2f}). The paper ran CoDy with "
         "several hundred steps on real data. ")
