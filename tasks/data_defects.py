@@ -41,7 +41,7 @@ def with_label_noise(y: np.ndarray, rate: float, n_classes: int, rng: np.random.
 
 
 def with_class_imbalance(X: np.ndarray, y: np.ndarray, ratio: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Subsample so class sizes decay geometrically from the largest class down to largest/``ratio``.
+    """Subsample so class sizes decay geometrically: the first class keeps m rows, the last m/``ratio``.
 
     Classes are ranked by label; class c of K keeps round(m · ratio^(−c/(K−1))) rows, m the smallest class
     size of the input (so every class can supply its quota). ``ratio`` = 1 keeps m rows of each class.
@@ -49,9 +49,9 @@ def with_class_imbalance(X: np.ndarray, y: np.ndarray, ratio: float, rng: np.ran
     if ratio < 1.0:
         raise ValueError(f"ratio must be >= 1, got {ratio}")
     classes = np.unique(y)
-    largest = min(int((y == c).sum()) for c in classes)
+    smallest = min(int((y == c).sum()) for c in classes)
     exponents = np.arange(len(classes)) / max(len(classes) - 1, 1)
-    keep = [rng.choice(np.flatnonzero(y == c), size=max(1, round(largest * ratio ** -e)), replace=False)
+    keep = [rng.choice(np.flatnonzero(y == c), size=max(1, round(smallest * ratio ** -e)), replace=False)
             for c, e in zip(classes, exponents)]
     rows = np.sort(np.concatenate(keep))
     return X[rows], y[rows]
