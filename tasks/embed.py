@@ -9,6 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
+from tasks.train import torch_single_thread
+
 EMBEDDING_DIM = 384
 _ENCODE = threading.Lock()
 
@@ -27,11 +29,12 @@ def _model():
 def minilm_embed(texts: Sequence[str]) -> np.ndarray:
     """L2-normalised sentence embeddings of ``texts``, shape (len(texts), 384), float32.
 
-    The model loads once per process (about 5 s). Encoding holds a lock: seeds run in threads and share it.
+    The model loads once per process (about 5 s). Encoding holds a lock (seeds run in threads and share it) and
+    uses one torch thread, which fixes the reduction order: a multi-threaded encode is not bit-reproducible.
     """
     texts = list(texts)
     if not texts or not all(isinstance(t, str) for t in texts):
         raise ValueError("minilm_embed needs a non-empty sequence of strings")
-    with _ENCODE:
+    with _ENCODE, torch_single_thread():
         return _model().encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                show_progress_bar=False).astype(np.float32)
