@@ -38,3 +38,13 @@ def minilm_embed(texts: Sequence[str]) -> np.ndarray:
     with _ENCODE, torch_single_thread():
         return _model().encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                show_progress_bar=False).astype(np.float32)
+
+
+def minilm_tokenizer():
+    """MiniLM's own WordPiece tokenizer (Hugging Face `BertTokenizer`, uncased, vocabulary 30,522)."""
+    return _model()[0].tokenizer
+
+
+def minilm_input_embeddings() -> np.ndarray:
+    """MiniLM's input token-embedding table, (vocabulary, 384) float32, a copy: frozen word vectors for small models."""
+    return _model()[0].auto_model.embeddings.word_embeddings.weight.detach().numpy().copy()

@@ -8,15 +8,19 @@ tokenizer behind the interface the language-model papers share: ``generate``, ``
 
 from __future__ import annotations
 
+import io
+import json
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Literal, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tasks.io import atomic_write_bytes, json_safe
 from tasks.seeding import torch_generator, torch_seeded
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
@@ -143,6 +147,28 @@ class GPT(nn.Module):
 def make_gpt(config: GPTConfig, seed: int) -> GPT:
     with torch_seeded(seed):
         return GPT(config)
+
+
+def cached_lm(path: Path, key: dict, train: Callable[[], GPT]) -> GPT:
+    """The model saved at ``path`` if it was trained under the same ``key``, else ``train()``, saved atomically.
+
+    ``key`` (JSON-able) must name everything that determines the weights: seed, corpus, config, training
+    params. Papers keep the file under their ``data/<slug>/`` folder, a DVC-cached output, so ``dvc repro``
+    trains once and a rerun with changed evaluation params reuses the weights.
+    """
+    path = Path(path)
+    key = json.loads(json.dumps(json_safe(key), sort_keys=True))
+    if path.exists():
+        saved = torch.load(path, weights_only=True)
+        if saved["key"] == key:
+            model = GPT(GPTConfig(**saved["config"]))
+            model.load_state_dict(saved["state"])
+            return model.eval()
+    model = train()
+    buffer = io.BytesIO()
+    torch.save({"key": key, "config": asdict(model.config), "state": model.state_dict()}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+    return model
 
 
 def train_lm(model: GPT, sequences: torch.Tensor, *, epochs: int, batch_size: int, lr: float, seed: int,

@@ -127,3 +127,26 @@ def test_sae_recovers_a_planted_sparse_dictionary_and_an_untrained_one_does_not(
     torch.testing.assert_close(sae.decoder.detach().norm(dim=1), torch.ones(64))
     untrained = SparseAutoencoder(24, 64)
     assert ((atoms @ untrained.decoder.detach().T).max(dim=1).values > 0.9).float().mean() < 0.3
+
+
+def test_cached_lm_reuses_weights_under_the_same_key_and_retrains_under_another(tmp_path):
+    tok = lm.Tokenizer.fit(CORPUS)
+    config = lm.GPTConfig(vocab_size=len(tok), context=32, n_layer=1, n_head=2, d_model=16)
+    calls = []
+
+    def train(seed):
+        def fit():
+            calls.append(seed)
+            model = lm.make_gpt(config, seed=seed)
+            lm.train_lm(model, tok.batch(CORPUS, 32), epochs=2, batch_size=4, lr=1e-3, seed=seed)
+            return model
+        return fit
+
+    path = tmp_path / "lm.pt"
+    first = lm.cached_lm(path, {"seed": 0, "epochs": 2}, train(0))
+    again = lm.cached_lm(path, {"epochs": 2, "seed": 0}, train(0))
+    assert calls == [0]
+    for a, b in zip(first.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    other = lm.cached_lm(path, {"seed": 1, "epochs": 2}, train(1))
+    assert calls == [0, 1] and not torch.equal(other.token.weight, first.token.weight)
