@@ -46,12 +46,16 @@ def test_memoised_solver_matches_plain_recursion_on_random_puzzles():
 
 def test_text_round_trip_and_malformed_proposals():
     move, nxt = (13, "-", 8, 5), (4, 6, 5)
-    text = m.fmt_move(move) + ">" + m.fmt_state(nxt)
-    assert len(text) == m.CONTINUATION_CHARS and m.parse_proposal(text) == (move, nxt)
-    assert m.parse_proposal("  1x  2=  3>  3.........") == (None, (3,))
-    assert m.parse_proposal(text[:m.MOVE_CHARS]) == (move, None)            # stopped early: no state
-    assert m.parse_proposal(m.fmt_move(move) + ">  4...  5...") == (move, None)   # a gap inside the state
-    assert len(m.proposer_prompt((1,))) == len(m.proposer_prompt((1, 2, 3, 4)))
+    text = m.fmt_move(move) + " > " + m.fmt_state(nxt)
+    assert text == "13 - 8 = 5 > 4 6 5 ." and m.parse_proposal(text) == (move, nxt)
+    assert len(text.split()) == m.CONTINUATION_TOKENS
+    assert m.parse_proposal("1 x 2 = 3 > 3 . . .") == (None, (3,))
+    assert m.parse_proposal("13 - 8 = 5") == (move, None)                   # stopped early: no state
+    assert m.parse_proposal("13 - 8 = 5 > 4 . 5 .") == (move, None)         # a gap inside the state
+    assert m.parse_proposal("13 - 8 = = > 4 6 5 .") == (None, nxt)
+    tok = m.tokenizer()
+    assert len(tok.encode(m.proposer_prompt((1,)), bos=True)) == len(tok.encode(m.proposer_prompt((1, 2, 3, 4)), bos=True)) \
+        == m.PROMPT_TOKENS
 
 
 def test_correction_recomputes_and_rejects_and_replay_is_the_ground_truth():
@@ -146,37 +150,25 @@ def test_value_is_a_probability_and_the_expert_scores_the_written_chain():
     v = lm.value([(1, 2, 3, 4), (24,)])
     assert v.shape == (2,) and np.all((v > 0) & (v < 1))
     chain, states = ((4, "*", 6, 24),), ((4, 6), (24,))
-    line = m.proposer_prompt((4, 6)) + m.fmt_move(chain[0]) + ">" + m.fmt_state((24,))
+    line = m.proposer_line((4, 6), chain[0], (24,))
     ids = torch.tensor(tok.encode(line, bos=True))
-    n = len(m.proposer_prompt((4, 6))) + 1
+    n = m.PROMPT_TOKENS
     logits = model(ids[None, :-1])[0][0]
     direct = float(torch.log_softmax(logits.detach(), -1)[torch.arange(n - 1, len(ids) - 1), ids[n:]].sum())
     assert lm.chain_log_likelihood(states, chain) == pytest.approx(direct, abs=1e-5)
 
 
-def test_corpus_teaches_solvable_moves_and_labels_states_exactly(tmp_path):
+def test_corpus_teaches_solvable_moves_and_labels_states_exactly():
     p = params_for("forest_of_thought", corpus_walks=50)
     train, held = m.split_puzzles(p, 0)
     assert len(train) + len(held) == 1820 and not set(train) & set(held)
     proposer, value = m.build_corpus(train, p, 0)
     for line in value:
-        state = m.parse_state(line[1:13])
-        assert (line[-1] == "S") == m.solvable(state, MAX)
+        words = line.split()
+        assert (words[-1] == "S") == m.solvable(m.parse_state(words[1:5]), MAX)
     for line in proposer:
-        state = m.parse_state(line[1:13])
-        move, nxt = m.parse_proposal(line[14:])
+        words = line.split()
+        state = m.parse_state(words[1:5])
+        move, nxt = m.parse_proposal(" ".join(words[6:]))
         assert m.replay(state, move) == nxt
         assert m.solvable(nxt, MAX) or not m.solvable(state, MAX)
-    calls = []
-    key = {"a": 1}
-
-    def train_fn():
-        calls.append(1)
-        return make_gpt(GPTConfig(len(m.tokenizer()), m.CONTEXT, 1, 2, 16), seed=0)
-
-    first = m.cached_model(tmp_path / "lm.pt", key, train_fn)
-    second = m.cached_model(tmp_path / "lm.pt", key, train_fn)
-    assert len(calls) == 1 and all(torch.equal(x, y) for x, y in zip(first.state_dict().values(),
-                                                                       second.state_dict().values()))
-    m.cached_model(tmp_path / "lm.pt", {"a": 2}, train_fn)
-    assert len(calls) == 2

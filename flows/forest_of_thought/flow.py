@@ -77,8 +77,8 @@ PAPER = Paper(
         ),
     ),
     limitations=(
-        "The LLM is replaced by a 2-layer character-level GPT (about 0.1M parameters) trained from scratch in a "
-        "minute on Game-of-24 moves taught by exact search; its proposals, value judgements and expert scores are "
+        "The LLM is replaced by a 2-layer word-level GPT (about 0.17M parameters, one token per number) trained "
+        "from scratch in about a minute of CPU on Game-of-24 moves taught by exact search; its proposals, value judgements and expert scores are "
         "learned, so its errors are learned too, but it has no language, no few-shot prompting and no general "
         "reasoning. The claims checked are the FoT protocol's claims on this stand-in: nothing here says how "
         "Llama-3 or any real LLM behaves, and the paper's absolute success rates (74.74% for ToT, 91.58% for FoT) "
@@ -204,10 +204,10 @@ def _setup(params: Params, metrics: dict) -> str:
         f"the puzzles are held out of the corpus; each seed draws {metrics['n_test_puzzles_per_seed']} of the "
         "held-out puzzles solvable in this world as its test set (the paper tests solvable puzzles).\n\n"
         f"**Stand-in LLM.** `tasks.lm` GPT ({params.n_layer} layers, {params.n_head} heads, width {params.d_model}, "
-        f"character level), trained {params.epochs} epochs (AdamW, lr {params.lr}, batch {params.batch_size}) on "
+        f"word level: one token per number 0..999 and per symbol), trained {params.epochs} epochs (AdamW, lr {params.lr}, batch {params.batch_size}) on "
         f"{params.corpus_walks} random walks through training puzzles: at each state it is taught one move that keeps "
-        "the state solvable (a random legal move where none does) written `P<state>><move>><left numbers>`, and "
-        "the state's label `V<state>?S` (sure) or `?I` (impossible); a walk follows a random legal move with "
+        "the state solvable (a random legal move where none does) written `P 4 6 8 13 > 13 - 8 = 5 > 4 6 5 .`, and "
+        "the state's label `V <state> ? S` (sure) or `? I` (impossible); a walk follows a random legal move with "
         f"probability {params.explore_prob}. One model for all seeds (cached in data/). Value of a state = p(S) / "
         f"(p(S) + p(I)) at the label position; on states of held-out walks it is right {s['value_accuracy']['mean']:.3f} "
         f"of the time (majority label: {s['value_majority']['mean']:.3f}).\n\n"

@@ -3,10 +3,10 @@
 1. The world: 4 numbers, moves ``a op b = c`` with integer results in [0, max_value]; exact solvability by
    brute force (:func:`solvable`), and the classical rational Game of 24 (:func:`solvable_rational`) for reference.
 2. The corpus: random walks through training puzzles. At each state the GPT is taught one move that keeps the
-   state solvable (a random legal move where none does), written ``P<state>><move>><new state>``, and the label
-   ``V<state>?S`` (solvable, "sure") or ``?I`` ("impossible"). Held-out puzzles never appear as start states.
-3. The model: ``tasks.lm`` GPT, character level, fixed-width lines (3-character number slots) so that every
-   proposer prompt has the same length and a whole layer of a search is one batched sampling call.
+   state solvable (a random legal move where none does), written ``P 4 6 8 13 > 13 - 8 = 5 > 4 6 5 .``, and the
+   label ``V <state> ? S`` (solvable, "sure") or ``? I`` ("impossible"). Held-out puzzles never start a walk.
+3. The model: ``tasks.lm`` GPT, word level (one token per number 0..999 and per symbol); states are always
+   written in 4 slots, so every proposer prompt has the same length and a search layer is one batched sampling.
 4. The searches (official ``methods/bfs.py``): ToT BFS over 3 layers (propose -> value -> greedy top-b), the
    rule-based self-correction (operands must be in the current multiset, result recomputed, left numbers
    rewritten), FoT: trees seeded with shuffled input orders, sparse activation (a tree stops after its first
@@ -17,8 +17,6 @@ Every proposer, value and expert call is counted.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,15 +30,15 @@ import torch
 import torch.nn.functional as F
 
 from flows.forest_of_thought.params import Params
-from tasks.lm import GPT, GPTConfig, Tokenizer, make_gpt, sample
+from tasks.lm import GPT, GPTConfig, Tokenizer, cached_lm, make_gpt, sample
 from tasks.seeding import numpy_rng, torch_generator
 from tasks.train import torch_single_thread
 
 State = tuple[int, ...]
 Move = tuple[int, str, int, int]          # (a, op, b, c): "a op b = c"
 OPS = "+-*/"
-WIDTH, SLOTS = 3, 4                       # every number in a 3-character slot, 4 slots per state
-VOCAB = "0123456789 .PV>?SI+-*/="
+SLOTS = 4                                 # a state is written in 4 slots, "." for an empty one
+VOCAB = ". P V > ? S I + - * / ="
 
 # ----------------------------------------------------------------------------------------------------------
 # 1. The world
@@ -143,54 +141,59 @@ def replay(true_state: State | None, move: Move) -> State | None:
 
 
 def fmt_state(state: Sequence[int]) -> str:
-    return "".join(f"{n:{WIDTH}d}" for n in state).ljust(SLOTS * WIDTH, ".")
+    """Always 4 slots: the numbers, then "." for each empty slot."""
+    return " ".join([str(n) for n in state] + ["."] * (SLOTS - len(state)))
 
 
 def fmt_move(move: Move) -> str:
     a, op, b, c = move
-    return f"{a:{WIDTH}d}{op}{b:{WIDTH}d}={c:{WIDTH}d}"
+    return f"{a} {op} {b} = {c}"
 
 
 def proposer_prompt(state: State) -> str:
-    return "P" + fmt_state(state) + ">"
+    return "P " + fmt_state(state) + " >"
 
 
 def value_prompt(state: State) -> str:
-    return "V" + fmt_state(state) + "?"
+    return "V " + fmt_state(state) + " ?"
 
 
-MOVE_CHARS = 3 * WIDTH + 2
-CONTINUATION_CHARS = MOVE_CHARS + 1 + SLOTS * WIDTH      # move, ">", new state
-CONTEXT = 1 + len(proposer_prompt((1,))) + CONTINUATION_CHARS + 1  # bos + prompt + continuation + eos
+def proposer_line(state: State, move: Move, written: Sequence[int]) -> str:
+    return proposer_prompt(state) + " " + fmt_move(move) + " > " + fmt_state(written)
 
 
-def parse_number(text: str) -> int | None:
-    return int(text) if text.strip().isdigit() else None
+MOVE_TOKENS = 5                                     # a op b = c
+CONTINUATION_TOKENS = MOVE_TOKENS + 1 + SLOTS       # move, ">", new state
+PROMPT_TOKENS = 1 + len(proposer_prompt((1,)).split())                 # bos + prompt
+CONTEXT = PROMPT_TOKENS + CONTINUATION_TOKENS + 1                      # + eos
 
 
-def parse_state(text: str) -> State | None:
-    """A written state: filled 3-character slots, then only empty ones; None when malformed or empty."""
-    if len(text) != SLOTS * WIDTH:
+def parse_number(token: str) -> int | None:
+    return int(token) if token.isdigit() else None
+
+
+def parse_state(tokens: Sequence[str]) -> State | None:
+    """A written state (4 tokens): numbers, then only "."; None when malformed or empty."""
+    if len(tokens) != SLOTS:
         return None
-    chunks = [text[i:i + WIDTH] for i in range(0, len(text), WIDTH)]
-    filled = sum(ch != "." * WIDTH for ch in chunks)
-    numbers = [parse_number(ch) for ch in chunks[:filled]]
-    if not numbers or None in numbers or any(ch != "." * WIDTH for ch in chunks[filled:]):
+    filled = sum(t != "." for t in tokens)
+    numbers = [parse_number(t) for t in tokens[:filled]]
+    if not numbers or None in numbers or any(t != "." for t in tokens[filled:]):
         return None
     return tuple(numbers)
 
 
 def parse_proposal(text: str) -> tuple[Move | None, State | None]:
     """The move and the written next state of a generated continuation; either is None when malformed."""
+    tokens = text.split()
     move = None
-    if len(text) >= MOVE_CHARS and text[WIDTH] in OPS and text[2 * WIDTH + 1] == "=":
-        a, b = parse_number(text[:WIDTH]), parse_number(text[WIDTH + 1:2 * WIDTH + 1])
-        c = parse_number(text[2 * WIDTH + 2:MOVE_CHARS])
+    if len(tokens) >= MOVE_TOKENS and tokens[1] in OPS and tokens[3] == "=":
+        a, b, c = parse_number(tokens[0]), parse_number(tokens[2]), parse_number(tokens[4])
         if None not in (a, b, c):
-            move = (a, text[WIDTH], b, c)
+            move = (a, tokens[1], b, c)
     state = None
-    if len(text) > MOVE_CHARS and text[MOVE_CHARS] == ">":
-        state = parse_state(text[MOVE_CHARS + 1:MOVE_CHARS + 1 + SLOTS * WIDTH])
+    if len(tokens) > MOVE_TOKENS and tokens[MOVE_TOKENS] == ">":
+        state = parse_state(tokens[MOVE_TOKENS + 1:MOVE_TOKENS + 1 + SLOTS])
     return move, state
 
 
@@ -204,10 +207,10 @@ def build_corpus(puzzles: Sequence[State], p: Params, seed: int) -> tuple[list[s
             moves = legal_moves(state, p.max_value)
             if not moves:
                 break
-            value_lines.append(value_prompt(state) + ("S" if solvable(state, p.max_value) else "I"))
+            value_lines.append(value_prompt(state) + (" S" if solvable(state, p.max_value) else " I"))
             good = [mv for mv in moves if solvable(mv[1], p.max_value)]
             taught = (good or moves)[rng.integers(len(good or moves))]
-            proposer_lines.append(proposer_prompt(state) + fmt_move(taught[0]) + ">" + fmt_state(taught[1]))
+            proposer_lines.append(proposer_line(state, *taught))
             followed = moves[rng.integers(len(moves))] if rng.random() < p.explore_prob else taught
             state = followed[1]
     return proposer_lines, value_lines
@@ -222,7 +225,8 @@ def split_puzzles(p: Params, seed: int) -> tuple[list[State], list[State]]:
 
 
 def tokenizer() -> Tokenizer:
-    return Tokenizer.fit([VOCAB], level="char")
+    """Word level: one token per number 0..999 (so copying an operand is copying one token) and per symbol."""
+    return Tokenizer([str(n) for n in range(1000)] + VOCAB.split(), level="word")
 
 
 def model_key(p: Params, seed: int) -> dict:
@@ -270,23 +274,8 @@ def train_model(p: Params, seed: int) -> GPT:
     config = GPTConfig(vocab_size=len(tok), context=CONTEXT, n_layer=p.n_layer, n_head=p.n_head, d_model=p.d_model)
     model = make_gpt(config, seed)
     with torch_single_thread():
-        train_buckets(model, [tok.batch(proposer_lines, CONTEXT), tok.batch(value_lines, len(value_lines[0]) + 2)],
+        train_buckets(model, [tok.batch(proposer_lines, CONTEXT), tok.batch(value_lines, len(value_lines[0].split()) + 2)],
                       epochs=p.epochs, batch_size=p.batch_size, lr=p.lr, seed=seed)
-    return model
-
-
-def cached_model(path: Path, key: dict, train: Callable[[], GPT]) -> GPT:
-    """Load the GPT saved at ``path`` when its stored key matches ``key``, else train and save it atomically."""
-    if path.is_file():
-        saved = torch.load(path, weights_only=False)
-        if saved["key"] == json.loads(json.dumps(key)):
-            model = GPT(GPTConfig(**saved["config"]))
-            model.load_state_dict(saved["state"])
-            return model.eval()
-    model = train()
-    tmp = path.with_suffix(".tmp")
-    torch.save({"key": key, "config": model.config.__dict__, "state": model.state_dict()}, tmp)
-    os.replace(tmp, path)
     return model
 
 
@@ -318,7 +307,7 @@ class Reasoner:
                 out.append([moves[i] for i in rng.integers(len(moves), size=k)] if moves else [])
             return out
         prompts = torch.tensor([self.tok.encode(proposer_prompt(s), bos=True) for s in states for _ in range(k)])
-        ids = sample(self.model, prompts, CONTINUATION_CHARS + 1, temperature=temperature, seed=seed,
+        ids = sample(self.model, prompts, CONTINUATION_TOKENS + 1, temperature=temperature, seed=seed,
                      eos=self.tok.eos)
         texts = [self.tok.decode(row[prompts.shape[1]:].tolist()) for row in ids]
         parsed = [parse_proposal(t) for t in texts]
@@ -338,10 +327,10 @@ class Reasoner:
     def chain_log_likelihood(self, states: Sequence[State], chain: Sequence[Move]) -> float:
         """The expert's score of an answer, one call: the sum over its steps of log p(move + written next state |
         state) under the model, for the chain as the tree wrote it (``states``: len(chain) + 1 written states)."""
-        lines = [proposer_prompt(s) + fmt_move(m) + ">" + fmt_state(nxt) for s, m, nxt in zip(states, chain, states[1:])]
+        lines = [proposer_line(s, m, nxt) for s, m, nxt in zip(states, chain, states[1:])]
         ids = torch.tensor([self.tok.encode(line, bos=True) for line in lines])
         log_p = torch.log_softmax(self.model(ids[:, :-1])[0], dim=-1)
-        n_prompt = len(proposer_prompt(states[0])) + 1          # bos + prompt: the same length for every line
+        n_prompt = PROMPT_TOKENS                                # the same length for every line
         targets = ids[:, n_prompt:]
         return float(log_p[:, n_prompt - 1:].gather(2, targets[..., None]).sum())
 
@@ -523,8 +512,8 @@ def value_accuracy(reasoner: Reasoner, p: Params, model_seed: int, seed: int, n:
     accuracy of always answering the majority label."""
     _, held = split_puzzles(p, model_seed)
     _, lines = build_corpus(held, p.model_copy(update={"corpus_walks": n}), 10_000 + seed)
-    states = [parse_state(line[1:1 + SLOTS * WIDTH]) for line in lines]
-    labels = np.array([line[-1] == "S" for line in lines])
+    states = [parse_state(line.split()[1:1 + SLOTS]) for line in lines]
+    labels = np.array([line.split()[-1] == "S" for line in lines])
     predicted = reasoner.value(states) >= 0.5
     return {"accuracy": float((predicted == labels).mean()), "majority": float(max(labels.mean(), 1 - labels.mean()))}
 
@@ -533,7 +522,7 @@ def prepare_model(p: Params, seed: int, data_dir: str) -> str:
     """Train the GPT once (or load it from ``data_dir``, a DVC-cached output); its path."""
     path = Path(data_dir) / f"lm_seed{seed}.pt"
     with torch_single_thread():
-        cached_model(path, model_key(p, seed), lambda: train_model(p, seed))
+        cached_lm(path, model_key(p, seed), lambda: train_model(p, seed))
     return str(path)
 
 
@@ -543,7 +532,7 @@ def run_seed(p: Params, seed: int, model_seed: int, model_path: str) -> dict:
     The seed sets the test puzzles, the trees' input orders and all sampling; the model is shared by the seeds
     (one LLM, several sampled runs, as in the paper)."""
     with torch_single_thread():
-        model = cached_model(Path(model_path), model_key(p, model_seed), lambda: train_model(p, model_seed))
+        model = cached_lm(Path(model_path), model_key(p, model_seed), lambda: train_model(p, model_seed))
         tok = tokenizer()
         lm = Reasoner(model, tok, p.max_value)
         rules = Reasoner(model, tok, p.max_value, rules=True)
