@@ -27,7 +27,7 @@ def test_vq_maps_each_position_to_its_nearest_allowed_codeword_with_a_straight_t
         got = q.detach().permute(0, 2, 3, 1).reshape(-1, 3).numpy()
         np.testing.assert_allclose(got, brute, atol=1e-6)
         # loss = (1 + commitment) x mean squared distance to the chosen codeword
-        assert float(vq.last_loss) == pytest.approx(1.25 * np.mean((flat - brute) ** 2), rel=1e-5)
+        assert float(vq.last_loss.detach()) == pytest.approx(1.25 * np.mean((flat - brute) ** 2), rel=1e-5)
         # straight-through: d sum(q) / dz is all ones
         z.grad = None
         q.sum().backward()
