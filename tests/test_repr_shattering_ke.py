@@ -77,6 +77,16 @@ def test_ring_distance_and_r2_of_means():
     assert np.isnan(M.r2_of_means(d, np.array([0, 2, 1, 1, 0, 2.0])))      # flat means: no line to fit
 
 
+def test_ring_geometry_finds_a_planted_ring_and_not_the_other_cycle():
+    p = params_for("repr_shattering_ke", **TINY)
+    world = M.make_world(p, seed=5)
+    angle = 2 * np.pi * world.position[0] / world.n
+    # chord length: monotone in ring distance (rounded so that equal ring distances tie exactly)
+    d_ring = np.round(M.distance_matrix(np.column_stack([np.cos(angle), np.sin(angle)])), 9)
+    assert M.ring_geometry(d_ring, world, 0) == pytest.approx(1.0)
+    assert abs(M.ring_geometry(d_ring, world, 1)) < 0.3
+
+
 # ---------------------------------------------------------------------------- the knowledge graph
 def test_world_relations_are_ring_steps_and_walks_use_training_facts_only():
     p = params_for("repr_shattering_ke", **TINY)

@@ -433,9 +433,17 @@ def run_seed(p: Params, seed: int, data_dir: str, smoke: bool = False) -> dict:
             rows.append(row)
     return {"seed": seed, "rows": rows,
             "model": {"train_recall": float(base["recall"].mean()), "heldout_accuracy": float(base["inference"].mean()),
-                      "composition_accuracy": float(base["composition"].mean())},
+                      "composition_accuracy": float(base["composition"].mean()),
+                      **{f"ring_geometry_cycle{c_}": ring_geometry(d_orig, world, c_) for c_ in range(p.n_cycles)}},
             "reps": {"orig": base["reps"].tolist(), "far": far_reps,
                      "position": world.position.tolist()}}
+
+
+def ring_geometry(d_orig: np.ndarray, world: World, cycle: int) -> float:
+    """Spearman of representation distance with ring distance on ``cycle`` over entity pairs: does the model's
+    geometry hold the ring (the paper's Isomap rings)? ~0 when it does not."""
+    i, j = np.triu_indices(world.n, k=1)
+    return spearman(ring_distance(world.position[cycle, i], world.position[cycle, j], world.n), d_orig[i, j])
 
 
 # =============================================================================================
