@@ -7,8 +7,15 @@ import torch
 from conftest import params_for
 
 from flows.dmoe_fair_seg import method as M
+from tasks.train import torch_single_thread
 
 C, E, K, G = 6, 5, 2, 3
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    with torch_single_thread():   # tiny tensors: torch's own threads only spin on a shared machine
+        yield
 
 
 def layer(n_routers: int, seed: int = 0, dropout: float = 0.0, dtype=torch.float32) -> M.SparseMoE:
