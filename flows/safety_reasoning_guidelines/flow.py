@@ -245,5 +245,12 @@ def _notes(params: Params, metrics: dict, t: dict) -> str:
         + ", ".join(f"{a} {d:+.2f}" for a, d in g["srg_per_attack"].items()) + ".\n\n"
         "**Planted knowledge** (greedy recall, mean over seeds; alias = '<a> means' -> its concept, fact = '<c> is' "
         "-> its status): " + ", ".join(f"{m} alias {r['alias']:.2f} / fact {r['fact']:.2f}" for m, r in recall.items())
-        + ". Fine-tuning erodes some cipher knowledge despite the replay."
+        + ". Fine-tuning erodes some cipher knowledge despite the replay.\n\n"
+        "**History.** The first default-scale run fine-tuned for 20 epochs at lr 0.001 and failed both "
+        "in-distribution sanity checks (held-out ID error: RT 0.317 [0.188, 0.445], SRG 0.245 [0.123, 0.368]; the "
+        "fine-tunes were under-trained). Fine-tuning was then set to 60 epochs at lr 0.003 for every variant, "
+        "chosen on seed 0's held-out ID error alone, and the run was repeated; no threshold or control changed. "
+        "The first run's claim values, for the record: BoN ratio 0.307 [0.200, 0.406] (control 0.365 "
+        "[0.228, 0.529]); RT - SRG greedy OOD ASR -0.046 [-0.196, 0.104] (control -0.138); over-refusal gap "
+        "-0.043 [-0.150, 0.043]."
     )
