@@ -58,7 +58,7 @@ NAMES = ["ada", "bram", "cora", "dane", "edda", "finn", "gwen", "hugo", "iris", 
 ENV, END = "env", "end"                              # the Environment agent and <END CHAT>
 MARKUP = ["[", "]", ":", "|", ";", "@", "profile", "goal", "choose", "decide", "bye", "feel", "want"]
 OPTIONS = [f"decide {a} {g}" for a, g in product(ACTIONS.values(), ALLEGIANCES)]   # LifeChoice: 6 options
-MAX_SPEECH = 2 + 2 * max(VERBOSITY.values()) + 2 + 2   # catchphrase, trait + filler words, allegiance, goal, @ x
+MAX_SPEECH = 2 + 2 * max(VERBOSITY.values()) + 2 + 2   # catchphrase, trait + filler words, allegiance, goal, "@ x" (11) + 1 spare
 VARIANTS = ("authentic", "inauthentic", "no_thoughts")
 TRAITS = ("temperament", "allegiance")               # what the fidelity judge recovers
 
