@@ -254,13 +254,14 @@ def run_split(p: Params, seed: int, retained_share: float, pool: Pool, embedding
     candidates = rewritten_set(pool, bench_groups, retained_share, 3, rng)
 
     labels = pool.toxic[mod_rows].astype(int)
-    votes = moderate(pool, embeddings, mod_rows, candidates, labels, p.judge_c)
+    # one fit of the moderators votes on the rewrites (to keep) and on the toxic seeds (for the toxic set)
+    moderated = moderate(pool, embeddings, mod_rows, np.concatenate([candidates, toxic_seeds]), labels, p.judge_c)
+    votes = Moderators(moderated.names, moderated.votes[:, :len(candidates)])
     keep = votes.votes.sum(0) < 2  # majority of three says safe
     control = moderate(pool, embeddings, mod_rows, candidates, rng.permutation(labels), p.judge_c)
     keep_control = control.votes.sum(0) < 2
     over_refusal = candidates[keep]
-    toxic_votes = moderate(pool, embeddings, mod_rows, toxic_seeds, labels, p.judge_c).votes
-    toxic_set = toxic_seeds[toxic_votes.sum(0) >= 2]
+    toxic_set = toxic_seeds[moderated.votes[:, len(candidates):].sum(0) >= 2]
 
     # Models are safety-trained the way the paper blames for over-refusal: clearly harmful requests (the toxic seeds)
     # against clearly benign ones (the protective rewrites), so a benign prompt that mentions a harmful act looks toxic.
