@@ -5,12 +5,14 @@ flow's claim metrics on hand-made rho tables (smoke run, determinism and params 
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import params_for
 from scipy import stats
 from sklearn.neighbors import NearestNeighbors
 
 from flows.lmm_rank_unsup import flow, method
+from tasks.train import torch_single_thread
 
 
 def test_softmax_signals_on_a_hand_case():
@@ -106,10 +108,11 @@ def test_members_share_one_interface_and_learn():
     images, labels = method.digit_images()
     s = method.split_digits(images, labels, p, np.random.default_rng(6))
     accuracy = {}
-    for spec in p.zoo:  # (the smoke zoo: one or two members of every family, a few epochs)
-        logits = method.train_member(spec, s, p, seed=7).logits(s.target_images)
-        assert logits.shape == (len(s.target_labels), 10)
-        accuracy[spec.name] = (logits.argmax(axis=1) == s.target_labels).mean()
+    with torch_single_thread():  # as in run_seed: torch's own threads only spin on tensors this small
+        for spec in p.zoo:  # (the smoke zoo: one or two members of every family, a few epochs)
+            logits = method.train_member(spec, s, p, seed=7).logits(s.target_images)
+            assert logits.shape == (len(s.target_labels), 10)
+            accuracy[spec.name] = (logits.argmax(axis=1) == s.target_labels).mean()
     assert min(accuracy.values()) > 0.15 and max(accuracy.values()) > 0.9, accuracy  # chance is 0.1
 
 
@@ -142,3 +145,17 @@ def test_params_reject_a_zoo_with_repeated_names_and_targets_without_clean():
         params_for("lmm_rank_unsup", targets=["blur", "invert", "noise_0.1"])
     with pytest.raises(ValueError, match="epochs"):
         params_for("lmm_rank_unsup", zoo=[{"name": "m", "family": "mlp", "hidden": [4]}] * 4)
+
+
+def test_within_family_diagnostic_sees_a_ranking_that_the_pooled_zoo_hides():
+    # within each family the score orders the models perfectly, but family b is accurate and unconfident
+    p = params_for("lmm_rank_unsup", smoke=False, zoo=[{"name": f"{f}{i}", "family": f} for f in ("knn", "logreg") for i in range(3)])
+    rows = [{"seed": 0, "target": "clean", "model": f"{f}{i}", "family": f, "accuracy": base + 0.01 * i,
+             **{s: score + 0.01 * i for s in (*method.SIGNALS, method.BASELINE)}}
+            for f, base, score in (("knn", 0.9, 0.1), ("logreg", 0.5, 0.9)) for i in range(3)]
+    out = flow._within_subsets(pd.DataFrame(rows), p)
+    assert set(out) == {"knn", "logreg"}  # no mlp or cnn member: no cross-entropy subset
+    assert out["knn"]["nll"] == 1.0 and out["logreg"]["max_softmax"] == 1.0
+    assert out["knn"]["clean_accuracy"] == pytest.approx(0.91) and out["knn"]["clean_max_softmax"] == pytest.approx(0.11)
+    pooled = pd.DataFrame(rows)
+    assert method.rank_correlation(pooled["nll"].to_numpy(), pooled["accuracy"].to_numpy())[0] < 0

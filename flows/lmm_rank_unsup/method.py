@@ -129,11 +129,11 @@ def make_target(kind: str, images: np.ndarray, p: Params, rng: np.random.Generat
         return images.copy()
     if kind.startswith("noise_"):
         return add_noise(images, float(kind.removeprefix("noise_")), rng)
-    if kind == "rotate_20":
+    if kind == "rotate":
         return rotate(images, p.rotate_degrees, rng)
     if kind in ("blur", "invert"):
         return shift_digits(images, kind, rng)
-    if kind == "occlude_3x3":
+    if kind == "occlude":
         return occlude(images, p.occlusion_size, rng)
     if kind == "shift_1px_noise":
         return add_noise(shift_one_pixel(images, rng), p.shift_noise, rng)

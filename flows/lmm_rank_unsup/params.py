@@ -33,13 +33,13 @@ class ModelSpec(BaseModel):
         return self
 
 
-TARGETS = ("clean", "noise_0.1", "noise_0.3", "rotate_20", "blur", "occlude_3x3", "invert", "shift_1px_noise")
+TARGETS = ("clean", "noise_0.1", "noise_0.3", "rotate", "blur", "occlude", "invert", "shift_1px_noise")
 
 
 class Params(PaperParams):
     zoo: list[ModelSpec] = Field(min_length=4, description="the model zoo to rank (the paper: 47 LMMs)")
     targets: Annotated[list[Literal[TARGETS]], Distinct] = Field(  # type: ignore[valid-type]
-        min_length=2, description="unlabeled target domains built from the digits test split (the paper: 9 VQA benchmarks)")
+        min_length=3, description="unlabeled target domains built from the digits test split (the paper: 9 VQA benchmarks)")
     target_share: float = Field(gt=0, lt=0.6, description="share of the digits held out as the unlabeled target pool")
     proxy_share: float = Field(gt=0, lt=0.4, description="share held out as the labeled clean proxy set (the baseline's 'other benchmark')")
     rotate_degrees: float = Field(gt=0, le=90, description="rotate target: angle uniform in +- this")
@@ -56,14 +56,14 @@ class Params(PaperParams):
         names = [m.name for m in self.zoo]
         if len(names) != len(set(names)):
             raise ValueError(f"zoo: model names must be distinct, got {names}")
-        if "clean" not in self.targets or len(self.targets) < 3:
-            raise ValueError("targets: need 'clean' and at least two shifted targets (claims compare them)")
+        if "clean" not in self.targets:
+            raise ValueError("targets: need 'clean' (the proxy's own distribution) besides the shifted targets")
         return self
 
 
 SMOKE = {
     "seeds": 3, "consistency_samples": 4, "tta_samples": 3,
-    "targets": ["clean", "noise_0.3", "rotate_20", "invert"],
+    "targets": ["clean", "noise_0.3", "rotate", "invert"],
     "zoo": [
         {"name": "logreg_c0.01", "family": "logreg", "inverse_l2": 0.01},
         {"name": "logreg_c1_noisy", "family": "logreg", "inverse_l2": 1.0, "label_noise": 0.3},
