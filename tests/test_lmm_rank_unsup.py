@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import params_for
-from scipy import stats
 from sklearn.neighbors import NearestNeighbors
 
 from flows.lmm_rank_unsup import flow, method
