@@ -128,6 +128,7 @@ def gridtom_flow(params: Params, ctx: RunContext) -> RunOutput:
                  "none_minus_steered": {s: stats.paired_difference(acc["none"][s], acc["steered"][s]) for s in SPLITS},
                  "none_minus_mean_ablation": {s: stats.paired_difference(acc["none"][s], acc["mean_ablation"][s])
                                               for s in SPLITS}},
+        "validation": _best_validation_gain(rows),
         "chosen": {"k": [int(r["chosen_k"]) for r in rows], "alpha": [float(r["chosen_alpha"]) for r in rows]},
         "sanity": {"hook_identity_max_abs": float(max(r["hook_identity_max_abs"] for r in rows))},
     }
@@ -139,7 +140,8 @@ def gridtom_flow(params: Params, ctx: RunContext) -> RunOutput:
                             "false_belief": r["head_accuracy"][h], "permuted": r["head_accuracy_permuted"][h],
                             "asked_agent": r["head_accuracy_asked_agent"][h]}
                            for r in rows for h in range(len(r["head_accuracy"]))])
-    grid = pd.DataFrame([{"seed": r["seed"], "setting": name, "val_balanced_accuracy": v}
+    grid = pd.DataFrame([{"seed": r["seed"], "setting": name, "val_balanced_accuracy": v["balanced"],
+                          "val_false_belief_accuracy": v["false"], "val_true_belief_accuracy": v["true"]}
                          for r in rows for name, v in r["val_grid"].items()])
     plot = pd.DataFrame([{"x": s, "y": metrics["accuracy"][c][s]["mean"], "y_low": metrics["accuracy"][c][s]["ci_low"],
                           "y_high": metrics["accuracy"][c][s]["ci_high"], "series": c}
@@ -148,6 +150,18 @@ def gridtom_flow(params: Params, ctx: RunContext) -> RunOutput:
                                               "validation_grid": grid},
                      figure=_figure(plot, heads.mean(axis=0), params), setup=_setup(params),
                      notes=_notes(params, metrics, per_seed))
+
+
+def _best_validation_gain(rows: list[dict]) -> dict[str, float]:
+    """Per seed, the (K, alpha) with the largest false-belief gain on validation; its gain and its true-belief
+    change, averaged over seeds (reported: whether any setting helps false belief, at what cost)."""
+    gains, costs = [], []
+    for r in rows:
+        none = r["val_grid"]["no intervention"]
+        best = max((v for name, v in r["val_grid"].items() if name != "no intervention"), key=lambda v: v["false"])
+        gains.append(best["false"] - none["false"])
+        costs.append(best["true"] - none["true"])
+    return {"best_false_belief_gain": float(np.mean(gains)), "true_belief_change_there": float(np.mean(costs))}
 
 
 def _figure(plot: pd.DataFrame, head_mean: np.ndarray, p: Params):
@@ -160,11 +174,11 @@ def _figure(plot: pd.DataFrame, head_mean: np.ndarray, p: Params):
                  label=c.replace("_", " "))
     left.set(xticks=range(len(SPLITS)), xticklabels=[s.replace("_", " ") for s in SPLITS], ylim=(0, 1.05),
              ylabel="test accuracy (mean over seeds, 95% CI)", title="GridToM-lite questions, per intervention")
-    left.legend(fontsize=7, ncol=3, loc="lower left")
+    left.legend(fontsize=7, ncol=len(CONDITIONS), loc="upper center", bbox_to_anchor=(0.5, -0.08))
     image = right.imshow(head_mean.reshape(p.n_layer, p.n_head), vmin=0.5, vmax=1, cmap="viridis", origin="lower")
     for (layer, head), v in np.ndenumerate(head_mean.reshape(p.n_layer, p.n_head)):
         right.text(head, layer, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v < 0.75 else "k")
-    right.set(xlabel="head", ylabel="layer", title="probe accuracy, false vs true belief",
+    right.set(xlabel="head", ylabel="layer", title="probe accuracy per head (mean over seeds)",
               xticks=range(p.n_head), yticks=range(p.n_layer))
     fig.colorbar(image, ax=right, shrink=0.8)
     fig.tight_layout()
@@ -188,7 +202,7 @@ def _setup(p: Params) -> str:
         "(scikit-learn) fit on one half, accuracy on the other. **Steering**: the top-K heads by probe accuracy get "
         "alpha * sigma_h * theta_h added at the answer position (theta_h: unit mass-mean direction false - true "
         f"belief; sigma_h: std along it); K in {p.ks}, alpha in {p.alphas}, chosen per seed by balanced first-order "
-        f"accuracy on {p.n_val} validation questions (half false belief). **Test**: {p.n_test} questions per split "
+        f"accuracy on {p.n_val} false-belief and {p.n_val} true-belief validation questions. **Test**: {p.n_test} questions per split "
         "(first-order false belief, first-order true belief, reality, initial, second-order), under: no intervention, "
         "the chosen steering, K random heads (their own directions), the top-K heads along random directions of the "
         "same norm, and all heads mean-ablated at the answer position. "
@@ -217,7 +231,10 @@ def _notes(p: Params, m: dict, per_seed: pd.DataFrame) -> str:
         f"random heads - none {_fmt(d['random_heads_minus_none']['false_belief'])}, random directions - none "
         f"{_fmt(d['random_directions_minus_none']['false_belief'])}. True belief: steered - none "
         f"{_fmt(d['steered_minus_none']['true_belief'])}. Reality: none - steered {_fmt(d['none_minus_steered']['reality'])}; "
-        f"second order: steered - none {_fmt(d['steered_minus_none']['second_order'])}. The plan also asks the "
+        f"second order: steered - none {_fmt(d['steered_minus_none']['second_order'])}. On validation, the largest "
+        f"false-belief gain of any (K, alpha) over no intervention was {m['validation']['best_false_belief_gain']:+.3f} "
+        f"(mean over seeds), at a true-belief change of {m['validation']['true_belief_change_there']:+.3f} "
+        "(table validation_grid). The plan also asks the "
         "random controls to gain < 2 points; the claim's control is judged at the claim's own 5-point threshold "
         "(the framework's rule), and the two control gains are listed here for the stricter reading.\n\n"
         "**Choices made before the first run.** Answers are cells, not rooms (the plan's room id makes every "

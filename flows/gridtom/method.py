@@ -7,9 +7,8 @@ builds on:
 1. **GridToM-lite.** Grid-world episodes: two rooms of 3 x 2 cells joined by one door, agents A and B and one
    object. Frame 0 has the door open (everyone sees everything); later the door shuts (and may reopen), agents and
    the object move. With the door shut an agent only sees its own room, so each agent's view of the object is
-   masked while it is elsewhere. Each episode is serialised frame by frame (the omniscient view: A's, B's and the
-   object's cells and the door; then each agent's masked view of the other agent and of the object), followed by
-   a two-token question. Question kinds: reality (where is the object now), initial (where was it at the start),
+   masked while it is elsewhere. Each episode is serialised frame by frame (the object's cell and the door, then
+   each agent's masked view of the other agent and of the object), followed by a two-token question. Question kinds: reality (where is the object now), initial (where was it at the start),
    first-order belief (where does A / B think it is: its cell at the last frame that agent saw it) and
    second-order belief (where does B think A thinks it is: its cell at the last frame when B saw A see it).
    A belief question is *false belief* when its answer differs from reality.
@@ -26,6 +25,7 @@ Shapes: ``n`` questions, ``T`` frames, ``L`` = 1 + 6 T + 2 tokens, ``H`` = n_lay
 
 from __future__ import annotations
 
+import itertools
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,9 +150,6 @@ class Questions:
     def __len__(self) -> int:
         return len(self.answer)
 
-    def take(self, rows: np.ndarray) -> "Questions":
-        return Questions(self.ids[torch.as_tensor(rows)], self.answer[rows], self.kind[rows], self.false_belief[rows])
-
 
 def concat(parts: list[Questions]) -> Questions:
     return Questions(torch.cat([q.ids for q in parts]), np.concatenate([q.answer for q in parts]),
@@ -162,25 +159,24 @@ def concat(parts: list[Questions]) -> Questions:
 def draw_questions(p: Params, rng: np.random.Generator, kind: str, n: int, false_belief: float | None) -> Questions:
     """``n`` questions of one kind. ``false_belief`` None: as episodes come; else exactly round(n * share) of them
     false belief (answer != reality) and the rest true belief, drawn by rejection from fresh episodes."""
-    n_false = None if false_belief is None else round(n * false_belief)
-    picked: list[Questions] = []
-    have_false = have_true = 0
-    while have_false + have_true < n:
+    if false_belief is None:
+        quota: dict[bool | None, int] = {None: n}
+    else:
+        quota = {True: round(n * false_belief), False: n - round(n * false_belief)}
+    parts = []
+    while any(quota.values()):
         ep = generate_episodes(max(4 * n, 256), p.n_frames, p.move_prob, rng)
         answer = answers(ep, kind)
         false = answer != ep.obj[:, -1]
-        if n_false is None:
-            keep = np.arange(min(n - have_true, len(answer)))
-        else:
-            f = np.flatnonzero(false)[:n_false - have_false]
-            t = np.flatnonzero(~false)[:n - n_false - have_true]
-            keep = np.sort(np.concatenate([f, t]))
-        q = Questions(torch.as_tensor(serialise(ep, kind)[keep]), answer[keep], np.full(len(keep), KINDS.index(kind)),
-                      false[keep])
-        picked.append(q)
-        have_false += int(q.false_belief.sum()) if n_false is not None else 0
-        have_true += len(q) - (int(q.false_belief.sum()) if n_false is not None else 0)
-    return concat(picked)
+        keep = []
+        for label, left in quota.items():
+            rows = (np.arange(len(answer)) if label is None else np.flatnonzero(false == label))[:left]
+            keep.append(rows)
+            quota[label] = left - len(rows)
+        rows = np.sort(np.concatenate(keep))
+        parts.append(Questions(torch.as_tensor(serialise(ep, kind)[rows]), answer[rows],
+                               np.full(len(rows), KINDS.index(kind)), false[rows]))
+    return concat(parts)
 
 
 def training_questions(p: Params, seed: int) -> Questions:
@@ -323,6 +319,12 @@ def random_unit(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ one seed
+def _balanced(model: GPT, val: dict[str, Questions], edit: HeadEdit | None) -> dict[str, float]:
+    """Accuracy on the false- and true-belief validation questions and their mean (the selection criterion)."""
+    acc = {name: accuracy(model, q, edit) for name, q in val.items()}
+    return {**acc, "balanced": (acc["false"] + acc["true"]) / 2}
+
+
 def run_seed(p: Params, seed: int, data_dir: str) -> dict:
     """One seed: dataset, trained (or cached) model, per-head probes, (K, alpha) chosen on validation, every
     intervention and control on test."""
@@ -348,9 +350,9 @@ def run_seed(p: Params, seed: int, data_dir: str) -> dict:
         val_rng = numpy_rng(seed, STREAM_VAL)
         val = {name: concat([draw_questions(p, val_rng, kind, p.n_val // 2, share) for kind in FIRST_ORDER])
                for name, share in (("false", 1.0), ("true", 0.0))}
-        grid = {(k, a): (accuracy(model, val["false"], steering(ranking[:k], theta, sigma, a, n_head))
-                         + accuracy(model, val["true"], steering(ranking[:k], theta, sigma, a, n_head))) / 2
-                for k in p.ks for a in p.alphas}
+        val_acc = {setting: _balanced(model, val, steering(ranking[:setting[0]], theta, sigma, setting[1], n_head))
+                   for setting in itertools.product(p.ks, p.alphas)}
+        grid = {setting: v["balanced"] for setting, v in val_acc.items()}
         k, alpha = max(grid, key=grid.get)                       # first best in grid order on ties
 
         # test: every question kind, without and with each intervention
@@ -379,7 +381,8 @@ def run_seed(p: Params, seed: int, data_dir: str) -> dict:
                 hooked = model(test["reality"].ids[:64])[0]
     return {
         "seed": seed, "accuracy": acc, "chosen_k": k, "chosen_alpha": alpha,
-        "val_grid": {f"K={kk}, alpha={a:g}": v for (kk, a), v in grid.items()},
+        "val_grid": {"no intervention": _balanced(model, val, None),
+                     **{f"K={kk}, alpha={a:g}": v for (kk, a), v in val_acc.items()}},
         "head_accuracy": head_acc.tolist(), "head_accuracy_permuted": permuted.tolist(),
         "head_accuracy_asked_agent": agent_acc.tolist(), "top_heads": ranking[:k].tolist(),
         "random_heads": sorted(random_heads.tolist()),
