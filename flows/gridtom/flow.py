@@ -178,7 +178,8 @@ def _figure(plot: pd.DataFrame, head_mean: np.ndarray, p: Params):
     image = right.imshow(head_mean.reshape(p.n_layer, p.n_head), vmin=0.5, vmax=1, cmap="viridis", origin="lower")
     for (layer, head), v in np.ndenumerate(head_mean.reshape(p.n_layer, p.n_head)):
         right.text(head, layer, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v < 0.75 else "k")
-    right.set(xlabel="head", ylabel="layer", title="probe accuracy per head (mean over seeds)",
+    right.set_title("probe accuracy per head, mean of seeds", fontsize=9)
+    right.set(xlabel="head", ylabel="layer",
               xticks=range(p.n_head), yticks=range(p.n_layer))
     fig.colorbar(image, ax=right, shrink=0.8)
     fig.tight_layout()
