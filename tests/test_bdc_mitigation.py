@@ -58,7 +58,8 @@ def test_fidelity_and_resistance_match_the_official_notebook_on_a_hand_case():
 def test_fact_pools_are_disjoint_and_cover_the_world():
     pools = method.split_world(3)
     countries = [set(p.countries) for p in pools]
-    assert sum(map(len, countries)) == len(method.CAPITALS) and not (countries[0] & countries[1] | countries[1] & countries[2])
+    assert sum(map(len, countries)) == len(method.CAPITALS)
+    assert not (countries[0] & countries[1] or countries[1] & countries[2] or countries[0] & countries[2])
     for category, words in method.CATEGORIES.items():
         parts = [set(p.words[category]) for p in pools]
         assert set().union(*parts) == set(words) and sum(map(len, parts)) == len(words)

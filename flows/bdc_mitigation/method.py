@@ -426,9 +426,10 @@ def run_seed(p: Params, seed: int, benchmark: Benchmark) -> list[dict]:
         for recipe, epochs in recipes(p).items():
             contaminated = fit(copy.deepcopy(clean), vanilla, p, epochs, seed + 10_000)
             placebo = fit(copy.deepcopy(clean), benchmark.placebo, p, epochs, seed + 10_000)
+            conta_original = correct(contaminated, vanilla)
             for name, data in benchmark.updated.items():
                 vectors = {"clean_original": clean_vectors[VANILLA], "clean_updated": clean_vectors[name],
-                           "conta_original": correct(contaminated, vanilla), "conta_updated": correct(contaminated, data),
+                           "conta_original": conta_original, "conta_updated": correct(contaminated, data),
                            "placebo_updated": correct(placebo, data), "random_original": random_vectors[VANILLA],
                            "random_updated": random_vectors[name]}
                 for family in ("all", *FAMILIES):
