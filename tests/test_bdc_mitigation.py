@@ -171,3 +171,23 @@ def test_a_strategy_counts_only_when_it_beats_vanilla_in_every_family():
     frame = _rows({"everywhere": [0.1, 0.2, 0.1], "two_of_three": [0.1, 0.1, 0.0], "worse": [-0.1, -0.1, -0.1]})
     count, per_family = flow._beating_vanilla(frame, "mild", ["everywhere", "two_of_three", "worse"])
     assert count == 1 and per_family == {"capital": 2, "category": 2, "arithmetic": 1}
+
+
+def test_run_seed_scores_every_recipe_strategy_and_family_and_repeats_itself(world):
+    p, bench, updated, (train_pool, _, _) = world
+    p = p.model_copy(update={"clean_epochs": 2, "intensive_epochs": 3})
+    train, placebo = (method.draw_items(train_pool, 6, np.random.default_rng(s)) for s in (4, 5))
+    table = _random_table(train + placebo + [it for items in updated.values() for it in items])
+    benchmark = method.Benchmark(method.encode(train, table), method.encode(placebo, table),
+                                 {name: method.encode(items, table) for name, items in updated.items()},
+                                 {"train": train, "placebo": placebo, **updated}, len(table))
+    rows = pd.DataFrame(method.run_seed(p, 7, benchmark))
+    assert len(rows) == 2 * len(updated) * (1 + len(method.FAMILIES))
+    vanilla = rows[rows.strategy == method.VANILLA]
+    assert (vanilla.fidelity == 1).all() and (vanilla.random_fidelity == 1).all() and (vanilla.accuracy_drop == 0).all()
+    # the whole benchmark is the item-weighted mean of its (equal-sized) families
+    for column in ("fidelity", "resistance", "acc_conta_updated"):
+        by_family = rows[rows.family != "all"].groupby(["recipe", "strategy"])[column].mean()
+        whole = rows[rows.family == "all"].set_index(["recipe", "strategy"])[column]
+        np.testing.assert_allclose(whole.loc[by_family.index], by_family)
+    pd.testing.assert_frame_equal(rows, pd.DataFrame(method.run_seed(p, 7, benchmark)))
