@@ -262,7 +262,8 @@ def _setup(p: Params, m: dict, examples: pd.DataFrame) -> str:
     shown = examples.drop_duplicates("strategy").head(3)
     return (f"A synthetic four-choice benchmark of {b['items']} items ({p.bench_per_family} per family: capitals of "
             "real countries, word categories, two-digit sums; disjoint fact pools for 'pretraining', benchmark and a "
-            f"reserve), {b['strategies']} rule-based mitigation strategies (typo rates {p.typo_rates} swept), "
+            f"reserve), {b['strategies']} updated benchmarks from {b['strategies'] - len(p.typo_rates) + 1} rule-based "
+            f"mitigation strategies (the typo rule at each swept rate {p.typo_rates}), "
             f"{b['distinct_texts']} distinct texts embedded once with all-MiniLM-L6-v2. The 'LLM': a scoring MLP "
             f"(hidden {p.hidden}) over [e_q, e_c, e_q*e_c, position] trained {p.clean_epochs} epochs on {b['train_items']} "
             f"'pretraining' items (three wordings); contaminated = the clean model fine-tuned on the original benchmark "
