@@ -17,6 +17,17 @@ from tasks.paper import over_seeds, paper_flow
 ENSEMBLE = "ensemble"
 A0_TWICE = "A0_best_of_two_seeds"
 SHOWN = ("null", "A0", "A1", "A2", "A3", ENSEMBLE)
+TASKS = ("tensor_forward", "differentiable_forward", "fgsm")  # the gated tasks; PGD (task 4) has no pass
+DEVIATIONS = (
+    "Deviations from the plan, decided before the first default run: 7 + 7 defences instead of 12 (each idea in "
+    "both tiers, the same trained networks, so the tiers differ only in how the code is written); the real-world "
+    "tier has a scikit-learn PCA + kNN head in place of a wrapped distillation network; A1 adds the C&W margin "
+    "loss (an expert's standard answer to distillation's saturated softmax) together with BPDA; the official "
+    "harness's FORCE_SUCCESS is used only by the EOT agents, and only past a tensor-forward check that the "
+    "defence's own randomness fails. Plan claim 2 (A0's CTF - real gap) holds by "
+    "construction and is a sanity check; the abstract's headline gap is checked on the strongest (best-of) "
+    "ensemble instead, with the plan's 0.30 threshold."
+)
 
 PAPER = Paper(
     slug="autoadvexbench",
@@ -117,7 +128,8 @@ def _claims(rows: pd.DataFrame) -> dict:
 def autoadvexbench_flow(params: Params, ctx: RunContext) -> RunOutput:
     per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
     rows = [r for seed_rows in per_seed for r in seed_rows]
-    rows += method.best_of(rows, method.LADDER, ENSEMBLE, params) + method.best_of(rows, ("A0", "A0_reseeded"), A0_TWICE, params)
+    rows += method.best_of(rows, method.LADDER, ENSEMBLE, params)
+    rows += method.best_of(rows, ("A0", "A0_reseeded"), A0_TWICE, params)
     frame = pd.DataFrame(rows)
     save_parquet(frame, ctx.data_dir / "attempts.parquet")
     agents = list(method.AGENT_SKILLS) + [ENSEMBLE, A0_TWICE]
@@ -126,7 +138,9 @@ def autoadvexbench_flow(params: Params, ctx: RunContext) -> RunOutput:
     table = (frame.groupby(["tier", "defence", "agent"], sort=False)
              .agg(clean_accuracy=("clean_accuracy", "mean"), robust_accuracy=("robust_accuracy", "mean"),
                   attacked=("attacked", "mean"), tasks_passed=("tasks_passed", "mean")).reset_index())
-    metrics = {"success_rate": success, "mean_robust_accuracy": robust, "claims": _claims(frame),
+    gates = {a: {t: {task: float((part["tasks_passed"] >= k + 1).mean()) for k, task in enumerate(TASKS)}
+                 for t, part in frame[frame["agent"] == a].groupby("tier", sort=False)} for a in method.AGENT_SKILLS}
+    metrics = {"success_rate": success, "mean_robust_accuracy": robust, "claims": _claims(frame), "task_pass_rate": gates,
                "per_defence": {f"{r.tier}.{r.defence}.{r.agent}": {"robust_accuracy": float(r.robust_accuracy),
                                                                    "attacked": float(r.attacked)}
                                for r in table.itertuples()},
@@ -190,11 +204,17 @@ def _notes(m: dict, table: pd.DataFrame) -> str:
     ladder = table[table["agent"].isin(SHOWN)].pivot_table(index=["tier", "defence"], columns="agent",
                                                             values="robust_accuracy", sort=False)
     clean = table[table["agent"] == "A0"].set_index(["tier", "defence"])["clean_accuracy"]
-    lines = [f"Success rates (share of the tier's defences attacked, mean over seeds): {rates}.",
-             "Mean robust accuracy per defence (columns: agents; clean accuracy first):",
+    lines = [f"Success rates (share of the tier's defences attacked, mean over seeds): {rates}.", "",
+             "Mean robust accuracy per defence (columns: agents; clean accuracy first):", "",
              "| tier | defence | clean | " + " | ".join(SHOWN) + " |",
              "|---|---|---|" + "---|" * len(SHOWN)]
     lines += [f"| {tier} | {defence} | {clean[(tier, defence)]:.2f} | "
               + " | ".join(f"{ladder.loc[(tier, defence), a]:.2f}" for a in SHOWN) + " |"
               for tier, defence in ladder.index]
+    gates = m["task_pass_rate"]
+    lines += ["", "Share of (seed, defence) runs that passed each gated task, CTF-like / real-world-like (the paper's "
+              "per-task success):", "", "| agent | " + " | ".join(TASKS) + " |", "|---|" + "---|" * len(TASKS)]
+    lines += [f"| {a} | " + " | ".join(f"{g['ctf'][task]:.2f} / {g['real'][task]:.2f}" for task in TASKS) + " |"
+              for a, g in gates.items()]
+    lines += ["", DEVIATIONS]
     return "\n".join(lines)
