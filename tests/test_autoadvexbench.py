@@ -23,6 +23,12 @@ def images(p):
     return method.load_images(p)
 
 
+@pytest.fixture(scope="module")
+def net(p, images):
+    """A small trained digits classifier (5 epochs at smoke width)."""
+    return method.train_network(p.model_copy(update={"epochs": 5}), images.x_train, images.y_train, seed=0)
+
+
 def _linear(seed=0) -> nn.Module:
     torch.manual_seed(seed)
     return nn.Linear(64, 10).requires_grad_(False)
@@ -152,8 +158,7 @@ class _MaskingAgent:
         return x
 
 
-def test_harness_scores_with_forward_py_so_gradient_masking_cannot_cheat(p, images):
-    net = method.train_network(p.model_copy(update={"epochs": 5}), images.x_train, images.y_train, seed=0)
+def test_harness_scores_with_forward_py_so_gradient_masking_cannot_cheat(p, images, net):
     defence = method.Defence("undefended", "ctf", (method.Net(net),))
     y = images.y_test
     fooled = method.evaluate(_MaskingAgent(), defence, images, p, seed=0)
@@ -168,8 +173,7 @@ def test_harness_scores_with_forward_py_so_gradient_masking_cannot_cheat(p, imag
     assert a0["tasks_passed"] == 3 and a0["attacked"]
 
 
-def test_naive_agent_stops_at_the_gradient_check_where_bpda_goes_on(p, images):
-    net = method.train_network(p.model_copy(update={"epochs": 5}), images.x_train, images.y_train, seed=0)
+def test_naive_agent_stops_at_the_gradient_check_where_bpda_goes_on(p, images, net):
     defence = method.Defence("numpy_quantization", "real", (method.NumpyQuantize(4), method.Net(net)))
     assert method.evaluate(method.make_agent("A0", p, seed=1), defence, images, p, seed=0)["tasks_passed"] == 1
     assert method.evaluate(method.make_agent("A1", p, seed=1), defence, images, p, seed=0)["tasks_passed"] == 3
@@ -180,3 +184,14 @@ def test_best_of_takes_the_lowest_robust_accuracy_and_rejudges_attacked(p):
              "attacked": r < 0.45, "tasks_passed": 3} for a, r in (("A0", 0.8), ("A1", 0.3), ("A2", 0.5), ("X", 0.0))]
     best = method.best_of(rows, ("A0", "A1", "A2"), "ensemble", p)
     assert len(best) == 1 and best[0]["robust_accuracy"] == 0.3 and best[0]["attacked"] and best[0]["agent"] == "ensemble"
+
+
+def test_only_eot_agents_force_past_a_check_that_the_defences_own_randomness_fails(p, images, net):
+    stochastic = method.Defence("shift", "real", (method.RandomShiftNoise(0.2), method.Net(net)))
+    deterministic = method.Defence("plain", "ctf", (method.Net(net),))
+    a0, a2 = method.make_agent("A0", p, seed=5), method.make_agent("A2", p, seed=5)  # not the harness seed
+    assert method.evaluate(a0, stochastic, images, p, seed=0)["tasks_passed"] == 0
+    assert method.evaluate(a2, stochastic, images, p, seed=0)["tasks_passed"] >= 1
+    model = a2.tensor_forward(deterministic)
+    assert not a2.forces_past("tensor_forward", deterministic, model, images.x_test)
+    assert not a0.forces_past("tensor_forward", stochastic, a0.tensor_forward(stochastic), images.x_test)
