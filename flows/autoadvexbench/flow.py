@@ -179,7 +179,7 @@ def _setup(p: Params) -> str:
             f"{p.seeds} seeds (MLP 64-{p.hidden}-{p.hidden}-10, Adam, {p.epochs} epochs): undefended; noise "
             f"augmentation (random 1-pixel shift + Gaussian noise sd {p.noise_sd}); input quantisation to "
             f"{p.quantize_levels} levels; 3x3 median filter; {p.ensemble_size}-network ensemble; defensive distillation "
-            f"(T = {p.distill_temperature:g}); PGD adversarial training ({p.adv_train_steps} steps). CTF-like tier: each "
+            f"(teacher and student at T = {p.distill_temperature:g}, loss x T^2, deployed at T = 1); PGD adversarial training ({p.adv_train_steps} steps). CTF-like tier: each "
             "as clean torch. Real-world-like tier, the same networks wrapped as research code: a PIL loader round "
             "trip; the noise augmentation also at test time (stochastic preprocessing); quantisation in NumPy; the "
             "median filter by SciPy inside torch.no_grad; an argmax majority vote; a scikit-learn PCA "
