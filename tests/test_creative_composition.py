@@ -76,6 +76,7 @@ def test_dedup_quality_counts_surplus_copies_and_lost_groups():
     # groups {0, 3, 4}, {1, 5}, {2}: two survivors in the first (one surplus left), none in the second
     q = method.dedup_quality(pool, filtered=np.arange(6), unique=np.array([0, 3, 2]))
     assert q["copies_removed"] == pytest.approx(1 - 1 / 3) and q["unique_removed_by_dedup"] == pytest.approx(1 / 3)
+    assert q["lost_by_category"] == {"poem": pytest.approx(1 / 3)}
 
 
 def test_silhouette_picks_the_true_number_of_separated_blobs():

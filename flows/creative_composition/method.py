@@ -249,7 +249,7 @@ def _fill(template: str, fake: Faker, rng: np.random.Generator) -> str:
             return " ".join(fake.sentences(int(rng.integers(3, 6))))
         if base == "sentence":
             return fake.sentence(nb_words=14)
-        return str(rng.choice(WORDS["concept" if base == "concept" else base]))
+        return str(rng.choice(WORDS[base]))
 
     return re.sub(r"\{(\w+)\}", lambda m: value(m.group(1)), template)
 
@@ -338,7 +338,7 @@ def generate_pool(p: Params, seed: int) -> Pool:
 
     # junk, in equal parts: other languages, moderation keywords, too short, too long (a pasted document)
     foreign = {locale: Faker(locale) for locale, _ in NON_ENGLISH}
-    for locale, f in foreign.items():
+    for f in foreign.values():
         f.seed_instance(seed)
     junk_texts = []
     for i in range(max_junk(p)):
@@ -528,12 +528,15 @@ def macro_f1(truth: Sequence[str], predicted: np.ndarray) -> float:
 def dedup_quality(pool: Pool, filtered: np.ndarray, unique: np.ndarray) -> dict[str, float]:
     """Dedup against the truth, per group (a heavy user's prompt and its copies; any other prompt alone): which member
     survives is arbitrary, so ``copies_removed`` is the share of surplus members (beyond one per group) removed and
-    ``unique_removed_by_dedup`` the share of groups with no survivor (a distinct use case lost)."""
-    _, group = np.unique(pool.source[filtered], return_inverse=True)
+    ``unique_removed_by_dedup`` the share of groups with no survivor (a distinct use case lost), overall and in
+    ``lost_by_category``."""
+    sources, group = np.unique(pool.source[filtered], return_inverse=True)
     survivors = np.bincount(group, weights=np.isin(filtered, unique))
     surplus = len(filtered) - len(survivors)
+    lost, category = survivors == 0, pool.truth[sources]
     return {"copies_removed": float(1 - np.maximum(survivors - 1, 0).sum() / surplus) if surplus else float("nan"),
-            "unique_removed_by_dedup": float((survivors == 0).mean())}
+            "unique_removed_by_dedup": float(lost.mean()),
+            "lost_by_category": {c: float(lost[category == c].mean()) for c in CATEGORIES if (category == c).any()}}
 
 
 def analyse(embeddings: np.ndarray, codebook: np.ndarray, p: Params,
