@@ -111,8 +111,8 @@ def _setting_metrics(rows: list[dict]) -> dict:
     gap = [method.js_divergence(np.array(r["usage"]), code_math) - method.js_divergence(np.array(r["usage"]), balanced)
            for r in rows]
     return {name: summary(name) for name in (
-        "planted_creative_share", "estimated_creative_share", "abs_error", "abs_error_no_dedup", "abs_error_hdbscan",
-        "macro_f1", "macro_f1_shuffled", "macro_f1_hdbscan", "hdbscan_unclustered", "junk_removed",
+        "planted_creative_share", "estimated_creative_share", "estimated_creative_share_no_dedup", "abs_error",
+        "abs_error_no_dedup", "abs_error_hdbscan", "macro_f1", "macro_f1_shuffled", "macro_f1_hdbscan", "macro_f1_per_prompt", "hdbscan_unclustered", "junk_removed",
         "clean_kept_by_filter", "copies_removed", "unique_removed_by_dedup", "k", "analysed", "log_size")
     } | {"jsd_gap": stats.summarize(gap),
          "lost_by_category": {c: float(np.mean(lost)) for c in method.CATEGORIES
@@ -190,7 +190,8 @@ def _figure(settings: dict):
     keys = list(settings)
     x = np.arange(len(keys))
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for name, label, marker in (("planted_creative_share", "planted", "s"), ("estimated_creative_share", "pipeline", "o")):
+    for name, label, marker in (("planted_creative_share", "planted", "s"), ("estimated_creative_share", "pipeline", "o"),
+                                ("estimated_creative_share_no_dedup", "control: pipeline without dedup", "x")):
         mean = np.array([settings[k][name]["mean"] for k in keys])
         err = np.array([[settings[k][name]["mean"] - settings[k][name]["ci_low"],
                          settings[k][name]["ci_high"] - settings[k][name]["mean"]] for k in keys]).T
@@ -199,6 +200,7 @@ def _figure(settings: dict):
     left.set_xticklabels(keys, rotation=45, ha="right", fontsize=7)
     left.legend(fontsize=8)
     for name, label, marker in (("macro_f1", "KMeans + zero-shot coding", "o"), ("macro_f1_hdbscan", "HDBSCAN + coding", "^"),
+                                ("macro_f1_per_prompt", "each prompt coded alone (no clusters)", "s"),
                                 ("macro_f1_shuffled", "control: shuffled embeddings", "x")):
         right.plot(x, [settings[k][name]["mean"] for k in keys], marker, label=label)
     right.axhline(0.8, color="grey", ls="--", lw=0.8)
@@ -238,9 +240,10 @@ def _notes(m: dict, themes: pd.DataFrame) -> str:
                     f"HDBSCAN {v['abs_error_hdbscan']['mean']:.3f})" for k, v in s.items()) + ".",
         f"Worst absolute error {fmt(c['abs_error_worst'])} at {c['abs_error_worst']['setting']}; the no-dedup control's "
         f"best {fmt(c['abs_error_no_dedup_best'])} at {c['abs_error_no_dedup_best']['setting']}.",
-        "Macro-F1 per setting (KMeans / HDBSCAN / shuffled control; chosen k): "
+        "Macro-F1 per setting (KMeans / HDBSCAN / each prompt coded alone / shuffled control; chosen k): "
         + "; ".join(f"{k}: {v['macro_f1']['mean']:.3f} / {v['macro_f1_hdbscan']['mean']:.3f} / "
-                    f"{v['macro_f1_shuffled']['mean']:.3f}; k = {v['k']['mean']:.1f}" for k, v in s.items()) + ".",
+                    f"{v['macro_f1_per_prompt']['mean']:.3f} / {v['macro_f1_shuffled']['mean']:.3f}; "
+                    f"k = {v['k']['mean']:.1f}" for k, v in s.items()) + ".",
         "Filters and dedup per setting (junk removed / clean kept / copies removed / unique prompts wrongly removed "
         "by dedup): " + "; ".join(f"{k}: {v['junk_removed']['mean']:.3f} / {v['clean_kept_by_filter']['mean']:.3f} / "
                                   f"{v['copies_removed']['mean']:.3f} / {v['unique_removed_by_dedup']['mean']:.3f}"
