@@ -213,7 +213,7 @@ def ecg_encoder(p: Params, seed: int) -> Encoder:
 def image_encoder(p: Params, seed: int) -> Encoder:
     """A three-layer 2-D CNN with max pooling, input (n, 1, S, S), embedding (n, p.width)."""
     w = p.width
-    side = max(int(np.sqrt(p.tokens)), 1)
+    side = round(p.tokens**0.5)  # a square grid of p.tokens cells
     with torch_seeded(seed):
         body = nn.Sequential(nn.Conv2d(1, w // 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(w // 4, w // 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from tasks.contract import Distinct, Increasing, PaperParams
 
@@ -20,7 +20,8 @@ class Params(PaperParams):
     us_target_train: int = Field(ge=4, description="labelled images of the small ultrasound-like target dataset")
     us_target_test: int = Field(ge=10, description="test images of the ultrasound-like target dataset")
     width: int = Field(ge=8, le=128, description="channels of the encoders' last layer (the embedding size)")
-    tokens: int = Field(ge=2, le=64, description="tokens an encoder hands to cross-attention fusion (adaptive pooling)")
+    tokens: int = Field(ge=4, le=64, description="tokens an encoder hands to cross-attention fusion (adaptive pooling); "
+                        "a perfect square, as images pool to a square grid")
     pretrain_epochs: int = Field(ge=1, description="epochs of multitask pretraining over the source datasets")
     finetune_epochs: int = Field(ge=1, description="epochs of fine-tuning on a target (pretrained and random-init alike)")
     batch_size: int = Field(ge=2, description="mini-batch size per dataset")
@@ -35,6 +36,14 @@ class Params(PaperParams):
     ehr_features: int = Field(ge=3, le=32, description="columns of the synthetic EHR block")
     fusion_epochs: int = Field(ge=1, description="epochs of every fusion head (encoders frozen)")
     fusion_batch_size: int = Field(ge=2, description="mini-batch size of the fusion heads")
+
+
+    @field_validator("tokens")
+    @classmethod
+    def _square(cls, tokens: int) -> int:
+        if round(tokens**0.5) ** 2 != tokens:
+            raise ValueError(f"tokens must be a perfect square (images pool to a square grid), got {tokens}")
+        return tokens
 
 
 SMOKE = {"seeds": 2, "ecg_seconds": 3.0, "ecg_source_records": 60, "ecg_target_train": 28, "ecg_target_test": 70,
