@@ -172,7 +172,13 @@ def kindel_del_flow(params: Params, ctx: RunContext) -> RunOutput:
                                "c": library.synthons[:, 2], "logp": library.logp}), ctx.data_dir / "library.parquet")
     save_parquet(frame, ctx.data_dir / "runs.parquet")
     settings = {key: _setting_metrics(group) for key, group in frame.groupby("setting", sort=False)}
+    rmse = frame[frame.model.isin(method.REGRESSORS)].pivot_table(index=["model", "setting", "seed"], columns="split",
+                                                                   values="rmse")
     metrics = {"settings": settings, "claims": _claims(settings),
+               # pooled over every (setting, seed): the average effect behind the worst-setting verdicts
+               "disynthon_minus_random_rmse_pooled": {
+                   model: stats.paired_difference(rmse.loc[model, "disynthon"], rmse.loc[model, "random"])
+                   for model in method.REGRESSORS},
                "library": {"compounds": len(library.smiles), "example_smiles": library.smiles[:3],
                            "mean_heavy_atoms": float(len(library.graphs.molecule) / len(library.smiles))}}
     plot = pd.DataFrame([{"x": f"{model}/{split}", "y": float(g.rmse.mean()), "series": "test RMSE"}
@@ -190,6 +196,7 @@ def _figure(frame: pd.DataFrame):
     left.set(ylabel="test RMSE on the enrichment (mean over seeds and settings)", title="random vs disynthon split")
     spearman = frame[frame.split == "random"].groupby("model")[["spearman_on", "spearman_off"]].mean()
     spearman.plot.bar(ax=right, rot=30)
+    plt.setp(right.get_xticklabels(), ha="right")
     right.axhline(0, color="k", lw=0.8)
     right.set(ylabel="Spearman with held-out pKd (random split)", title="held-out on-/off-DNA Kd")
     fig.tight_layout()
@@ -235,6 +242,15 @@ def _notes(m: dict) -> str:
     models = next(iter(m["settings"].values()))["models"]
     lines.append("\nModels at the first setting (RMSE / Spearman on / off): " + "; ".join(
         f"{k}: {v['rmse']:.3f} / {v['spearman_on']:.3f} / {v['spearman_off']:.3f}" for k, v in models.items()))
+    pooled = m["disynthon_minus_random_rmse_pooled"]
+    lines.append("\nDisynthon - random test RMSE pooled over every setting and seed (paired): " + "; ".join(
+        f"{k}: {v['mean']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}]" for k, v in pooled.items())
+        + ". The claim asks for the effect at every setting, and with a few seeds a per-seed share of 5 models that "
+        "share one test set moves in steps of 0.2 and is driven by that test set's composition; the A/A split "
+        "shows how far test-set composition alone moves it.")
+    lines.append("\nThe on- and off-DNA held-out sets are different compounds, as in KinDEL, so the on - off Spearman "
+                 "gap also carries the two sets' composition; the permuted-enrichment XGBoost (no signal) measures "
+                 "that part, and where it passes the threshold the gap cannot be read as on-DNA binding.")
     lines.append(f"\nWorst settings: split hardness at {c['disynthon_harder_share_worst']['setting']}, on - off at "
                  f"{c['on_minus_off_best_model_worst']['setting']} ({c['on_minus_off_best_model_worst']['model']}), "
                  f"DEL-Compose at {c['compose_minus_best_worst']['setting']} "
