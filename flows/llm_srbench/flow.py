@@ -198,6 +198,10 @@ def _notes(rows: pd.DataFrame, m: dict) -> str:
         f"LSR-Synth symbolic accuracy by method: "
         + ", ".join(f"{k} {v:.2f}" for k, v in c["synth_acc_by_method"].items())
         + f"; oracle skeleton {c['oracle_synth_acc']['mean']:.2f}.",
+        "LSR-Transform symbolic accuracy by method: "
+        + ", ".join(f"{k} {v['symbolic_accuracy']['mean']:.2f}" for k, v in m["results"]["transform"].items())
+        + " (the skeleton search's terms are products of at most two factors, so most rewritten laws, ratios of three "
+        "or more quantities or roots of sums, lie outside its library).",
         "LSR-Synth log10 median NMSE, OOD minus ID: " + ", ".join(f"{k} {v:+.2f}" for k, v in c["ood_minus_id_by_method"].items())
         + "; second ID minus ID: " + ", ".join(f"{k} {v:+.2f}" for k, v in c["id2_minus_id_by_method"].items()) + ".",
         "The mean predictor is the NMSE yardstick (about 1 on ID); it is not a control of the OOD claim, because a "

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -93,8 +94,9 @@ def law_inputs(law: Law) -> tuple[sympy.Symbol, ...]:
     return tuple(_symbol(name) for name, _, _ in law.ranges)
 
 
+@lru_cache(maxsize=None)
 def law_expr(law: Law) -> sympy.Expr:
-    """The law's right-hand side over positive symbols (sympy.solve then drops most sign branches)."""
+    """The law's right-hand side over positive symbols (sympy.solve then drops most sign branches); parsed once."""
     return sympy.parse_expr(law.rhs, local_dict={s.name: s for s in law_inputs(law)})
 
 
@@ -130,10 +132,17 @@ class Problem:
 # Evaluation: the official metrics and the symbolic check
 
 
+@lru_cache(maxsize=4096)
+def compiled(symbols: tuple[sympy.Symbol, ...], expr: sympy.Expr) -> Callable[..., np.ndarray]:
+    """``expr`` as a NumPy function of ``symbols`` (SciPy for special functions such as LambertW). Compiling is
+    the slow part of an evaluation, and the same expression is evaluated on several splits: cached."""
+    return sympy.lambdify(symbols, expr, ("scipy", "numpy"))
+
+
 def evaluate(expr: sympy.Expr, symbols: tuple[sympy.Symbol, ...], X: np.ndarray) -> np.ndarray:
     """``expr`` at the rows of ``X`` (n, d): a real (n,) array, NaN where it is undefined or complex."""
     with np.errstate(all="ignore"):
-        out = np.asarray(sympy.lambdify(symbols, expr, ("scipy", "numpy"))(*X.T))
+        out = np.asarray(compiled(tuple(symbols), expr)(*X.T))
         out = np.broadcast_to(out, (X.shape[0],))
         if np.iscomplexobj(out):
             out = np.where(np.abs(out.imag) <= 1e-9 * (1 + np.abs(out.real)), out.real, np.nan)
@@ -319,7 +328,7 @@ def _synth_samples(domain: Domain, truth: sympy.Expr, symbols: tuple[sympy.Symbo
         name, lo, hi, stretch = domain.static_ranges[-1]
         X_ood[:, -1] = rng.uniform(hi, hi + stretch * (hi - lo), size=p.n_test)
         return X_id, evaluate(truth, symbols, X_id), X_ood, evaluate(truth, symbols, X_ood)
-    rate = sympy.lambdify(symbols, truth, ("scipy", "numpy"))
+    rate = compiled(symbols, truth)
     times = np.linspace(0.0, domain.horizon, 200)
     rows = []
     for _ in range(N_TRAJECTORIES):
@@ -387,7 +396,8 @@ def _linear_expr(coefficients: np.ndarray, terms: list[sympy.Expr]) -> sympy.Exp
 
 def discover_oracle(task: Task, truth: sympy.Expr) -> sympy.Expr:
     """The true skeleton with refitted parameters: the expanded truth's terms, each with a free coefficient."""
-    terms = [term.as_coeff_Mul()[1] for term in sympy.Add.make_args(sympy.expand(truth))]
+    terms = sorted((term.as_coeff_Mul()[1] for term in sympy.Add.make_args(sympy.expand(truth))),
+                   key=sympy.default_sort_key)
     columns = np.column_stack([evaluate(t, task.symbols, task.X) for t in terms])
     return _linear_expr(_fit_linear(columns, task.y)[0], terms)
 
@@ -406,7 +416,7 @@ def discover_memorized(task: Task) -> sympy.Expr:
         variables, rhs = law_inputs(law), law_expr(law)
         if len(variables) > d:
             continue
-        f = sympy.lambdify(variables, rhs, ("scipy", "numpy"))
+        f = compiled(variables, rhs)
         assignments = list(itertools.permutations(range(d), len(variables)))
         with np.errstate(all="ignore"):
             F = np.stack([np.broadcast_to(f(*task.X[:, list(a)].T), task.y.shape) for a in assignments]).astype(float)
@@ -482,7 +492,7 @@ def _random_term(rng: np.random.Generator, d: int) -> Term:
 
 def _mutate(skeleton: frozenset[Term], rng: np.random.Generator, d: int, max_terms: int) -> frozenset[Term]:
     """Add, drop or replace one term (the edit an LLM-SR prompt asks of the LLM, here drawn at random)."""
-    terms = list(skeleton)
+    terms = sorted(skeleton)  # not list(): a frozenset's order follows string hashing, which differs per process
     move = rng.integers(3)
     if move == 0 and len(terms) < max_terms:
         terms.append(_random_term(rng, d))
