@@ -2,10 +2,14 @@
 the closed-form solution, gplearn's programs against gplearn's own predictions, the least-squares fit against BFGS,
 and the searchers on problems with a known answer (smoke run, determinism and params come from test_papers.py)."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sympy
-from conftest import params_for
+from conftest import ROOT, params_for
 from scipy.optimize import minimize
 
 from flows.llm_srbench import method
@@ -123,3 +127,16 @@ def test_skeleton_search_finds_a_form_inside_its_library():
     task = method.Task("in library", (x, t), X, method.evaluate(truth, (x, t), X))
     found = method.discover_skeleton_search(task, p, np.random.default_rng(0))
     assert method.is_symbolic_solution(found, truth, (x, t), X, decimals=3)
+
+
+def test_skeleton_edits_are_the_same_under_another_string_hash_seed():
+    """The determinism test reruns in one process; a frozenset's order changes only across processes."""
+    script = ("import numpy as np\n"
+              "from flows.llm_srbench import method\n"
+              "skeleton = frozenset([(('sin', 0),), (('x', 1),), (('log', 0), ('x^2', 1)), (), (('exp(-x)', 1),)])\n"
+              "rng = np.random.default_rng(0)\n"
+              "print([sorted(method._mutate(skeleton, rng, d=2, max_terms=6)) for _ in range(40)])\n")
+    outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(h), "PYTHONPATH": str(ROOT)}).stdout
+               for h in (1, 2)}
+    assert len(outputs) == 1 and outputs.pop().startswith("[[")
