@@ -13,6 +13,7 @@ from flows.act_comm.params import SMOKE, Params
 from tasks import stats
 from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.paper import over_seeds, paper_flow
+from tasks.rows import by_seed
 
 ON_STAND_IN = ("on the stand-in (one small GPT trained from scratch on a landmark -> city -> country world "
                "plays both agents; A is told 'P is at L .', B is asked 'which country is P in ?')")
@@ -94,26 +95,16 @@ PAPER = Paper(
 )
 
 
-def _by_seed(rows: list[dict], *path: str) -> np.ndarray:
-    values = []
-    for r in rows:
-        node = r
-        for key in path:
-            node = node[key]
-        values.append(node)
-    return np.asarray(values, dtype=float)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def act_comm_flow(params: Params, ctx: RunContext) -> RunOutput:
     rows = over_seeds(method.run_seed, ctx.seeds, p=params, data_dir=str(ctx.data_dir), smoke=ctx.smoke)
     caps = {f"m{m}": m for m in params.message_lengths}
     names = {"plan": params.message_plan, "long": params.message_long}
-    ac, b_alone, mismatched = (_by_seed(rows, key) for key in ("ac", "b_alone", "mismatched"))
-    nl = {m: _by_seed(rows, "nl", m, "accuracy") for m in params.message_lengths}
-    accuracy = {"b_alone": stats.summarize(b_alone), "full_info": stats.summarize(_by_seed(rows, "full_info")),
+    ac, b_alone, mismatched = (by_seed(rows, key) for key in ("ac", "b_alone", "mismatched"))
+    nl = {m: by_seed(rows, "nl", m, "accuracy") for m in params.message_lengths}
+    accuracy = {"b_alone": stats.summarize(b_alone), "full_info": stats.summarize(by_seed(rows, "full_info")),
                 "ac": stats.summarize(ac), "mismatched": stats.summarize(mismatched),
-                "ac_per_f": {f: stats.summarize(_by_seed(rows, "ac_per_f", f)) for f in params.combines},
+                "ac_per_f": {f: stats.summarize(by_seed(rows, "ac_per_f", f)) for f in params.combines},
                 "nl": {c: stats.summarize(nl[m]) for c, m in caps.items()}, "chance": 1.0 / params.n_countries}
     diff = {"ac_minus_b_alone": stats.paired_difference(ac, b_alone),
             "mismatched_minus_b_alone": stats.paired_difference(mismatched, b_alone),
@@ -121,16 +112,16 @@ def act_comm_flow(params: Params, ctx: RunContext) -> RunOutput:
                             **{n: stats.paired_difference(ac, nl[m]) for n, m in names.items()}},
             "mismatched_minus_nl": {**{c: stats.paired_difference(mismatched, nl[m]) for c, m in caps.items()},
                                     **{n: stats.paired_difference(mismatched, nl[m]) for n, m in names.items()}}}
-    flops_ac, flops_full = _by_seed(rows, "flops", "ac"), _by_seed(rows, "flops", "full_info")
-    flops_nl = {m: _by_seed(rows, "nl", m, "flops") for m in params.message_lengths}
+    flops_ac, flops_full = by_seed(rows, "flops", "ac"), by_seed(rows, "flops", "full_info")
+    flops_nl = {m: by_seed(rows, "nl", m, "flops") for m in params.message_lengths}
     flops = {"ac_over_nl": stats.ratio_of_means(flops_ac, flops_nl[params.message_plan]),
              "full_info_over_nl": stats.ratio_of_means(flops_full, flops_nl[params.message_plan]),
              "ac_over_nl_long": stats.ratio_of_means(flops_ac, flops_nl[params.message_long]),
-             "per_episode": {"ac": float(flops_ac.mean()), "b_alone": float(_by_seed(rows, "flops", "b_alone").mean()),
+             "per_episode": {"ac": float(flops_ac.mean()), "b_alone": float(by_seed(rows, "flops", "b_alone").mean()),
                              "full_info": float(flops_full.mean()),
                              **{f"nl_{c}": float(flops_nl[m].mean()) for c, m in caps.items()}}}
-    nl_detail = {c: {"names_country": float(_by_seed(rows, "nl", m, "names_country").mean()),
-                     "message_tokens": float(_by_seed(rows, "nl", m, "message_tokens").mean())}
+    nl_detail = {c: {"names_country": float(by_seed(rows, "nl", m, "names_country").mean()),
+                     "message_tokens": float(by_seed(rows, "nl", m, "message_tokens").mean())}
                  for c, m in caps.items()}
     config = method.gpt_config(params, len(method.tokenizer_for(method.make_world(params, ctx.seeds[0]))))
     metrics = {
@@ -140,9 +131,9 @@ def act_comm_flow(params: Params, ctx: RunContext) -> RunOutput:
                    "f_is_replace": [int(r["chosen"][2] == "replace") for r in rows]},
         "sanity": {"hook_identity_max_abs": float(max(r["hook_identity_error"] for r in rows)),
                    "dense_flops_rel_error": method.dense_flops_error(config, 7)},
-        "timings": {"train_cpu_s_per_seed": float(_by_seed(rows, "train_cpu_s").mean()),
-                    "ac_wall_s_test_batch": float(_by_seed(rows, "timings", "ac_s").mean()),
-                    "nl_wall_s_test_batch": float(_by_seed(rows, "timings", "nl_s").mean())},
+        "timings": {"train_cpu_s_per_seed": float(by_seed(rows, "train_cpu_s").mean()),
+                    "ac_wall_s_test_batch": float(by_seed(rows, "timings", "ac_s").mean()),
+                    "nl_wall_s_test_batch": float(by_seed(rows, "timings", "nl_s").mean())},
     }
     per_seed = pd.DataFrame([{"seed": r["seed"], "k": r["chosen"][0], "j": r["chosen"][1], "f": r["chosen"][2],
                               "b_alone": r["b_alone"], "full_info": r["full_info"], "ac": r["ac"],

@@ -12,6 +12,7 @@ from flows.gridtom.params import SMOKE, Params
 from tasks import stats
 from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.paper import over_seeds, paper_flow
+from tasks.rows import by_seed
 
 ON_STAND_IN = ("on the stand-in (a small GPT trained from scratch on GridToM-lite: two rooms, a door, "
                "agents A and B and an object, each agent's view masked while the door is shut)")
@@ -94,20 +95,10 @@ PAPER = Paper(
 )
 
 
-def _by_seed(rows: list[dict], *path: str) -> np.ndarray:
-    values = []
-    for r in rows:
-        node = r
-        for key in path:
-            node = node[key]
-        values.append(node)
-    return np.asarray(values, dtype=float)
-
-
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def gridtom_flow(params: Params, ctx: RunContext) -> RunOutput:
     rows = over_seeds(method.run_seed, ctx.seeds, p=params, data_dir=str(ctx.data_dir))
-    acc = {c: {s: _by_seed(rows, "accuracy", c, s) for s in SPLITS} for c in CONDITIONS}
+    acc = {c: {s: by_seed(rows, "accuracy", c, s) for s in SPLITS} for c in CONDITIONS}
     heads = np.asarray([r["head_accuracy"] for r in rows])                      # (seeds, H)
     permuted = np.asarray([r["head_accuracy_permuted"] for r in rows])
     asked = np.asarray([r["head_accuracy_asked_agent"] for r in rows])
