@@ -84,8 +84,9 @@ def test_generator_resolution_is_the_number_of_noise_draws():
         hi = gen(u, torch.arange(4))
         lo = gen(u[:, :128], torch.arange(4))
         assert hi.shape == (4, 512, 3) and (hi.abs() < 1).all()
-        # point-wise: the first 128 points at high resolution are the 128 points at low resolution
-        assert torch.allclose(hi[:, :128], lo)
+        # point-wise: the first 128 points at high resolution are the 128 points at low resolution (up to float32
+        # rounding: a batch of 512 rows and one of 128 may take different matmul kernels; 1.7e-6 seen with AVX-512)
+        assert torch.allclose(hi[:, :128], lo, atol=1e-5)
         # and a point is the closed form tanh(W2 (sin(w0 (W1 u + b1)) * relu(e_s)))
         h = np.sin(30.0 * (u[1, 7].numpy() @ gen.first.weight.numpy().T + gen.first.bias.numpy()))
         h = h * np.maximum(gen.codes.weight[1].numpy(), 0)
