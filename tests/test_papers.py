@@ -2,7 +2,9 @@
 
 import re
 
+import numpy as np
 import pytest
+import torch
 import yaml
 from conftest import ROOT, read_metrics, without_timings
 
@@ -44,10 +46,20 @@ def test_readme_holds_the_generated_papers_table():
         assert f"`{slug}`" in text
 
 
+def global_rng_states() -> tuple[torch.Tensor, np.ndarray]:
+    return torch.get_rng_state(), np.random.get_state()[1].copy()
+
+
 @pytest.mark.parametrize("slug", SLUGS)
 def test_paper_flow_at_smoke_scale_is_deterministic(slug, tmp_path):
     paper = load_flow(slug).paper
+    torch_before, numpy_before = global_rng_states()
     run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "a", smoke=True)
+    torch_after, numpy_after = global_rng_states()
+    # seeds run in threads: a draw from a global RNG outside ``tasks.seeding``'s lock can shift a concurrent
+    # seed's initial weights, a rare race that a second run below would only catch by chance
+    assert torch.equal(torch_before, torch_after), "the flow drew from torch's global RNG outside tasks.seeding"
+    assert np.array_equal(numpy_before, numpy_after), "the flow drew from np.random outside tasks.seeding"
     run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "b", smoke=True)
     first = read_metrics(tmp_path / "a" / "results" / slug)
     assert set(first["claims"]) == {c.id for c in paper.claims}

@@ -9,6 +9,7 @@ import pytest
 from conftest import params_for
 
 from flows.tabsds import method as M
+from tasks.seeding import global_rngs_isolated
 
 
 def _gaussian_table(n=600, rho=0.8, seed=0, skew=True):
@@ -188,13 +189,13 @@ def test_generate_times_a_library_baseline_only_once_it_holds_the_lock():
     held = threading.Event()
 
     def hold():
-        with M._GLOBAL_RNG:
+        with global_rngs_isolated():
             held.set()
             time.sleep(1.5)
 
     thread = threading.Thread(target=hold)
     thread.start()
-    held.wait()
+    assert held.wait(10)
     started = time.perf_counter()
     _, seconds = M.generate("gaussian_copula", frame.iloc[:60], spec, 0, p)
     elapsed = time.perf_counter() - started

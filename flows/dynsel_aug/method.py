@@ -50,7 +50,7 @@ from torch import nn
 from flows.dynsel_aug.params import Params
 from tasks.data import digits_pixels
 from tasks.data_defects import with_label_noise
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from tasks.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
 from tasks.selection import Policy, Selection, SelectionState, full_data, random_subset, train_with_selection
 from tasks.train import torch_single_thread
 
@@ -172,7 +172,8 @@ def align_projection(features: torch.Tensor, labels: np.ndarray, text: torch.Ten
     basis = basis.float()
     text_k = text @ basis                                            # (K, K): the prompts in that basis (norm 1)
     generator = torch_generator(seed)
-    linear = nn.Linear(features.shape[1], text.shape[0])
+    with global_rngs_isolated():   # the layer's own init is overwritten below: no draw may shift a seed's init
+        linear = nn.Linear(features.shape[1], text.shape[0])
     with torch.no_grad():
         bound = 1.0 / np.sqrt(features.shape[1])
         linear.weight.copy_(torch.rand(linear.weight.shape, generator=generator) * 2 * bound - bound)

@@ -30,7 +30,7 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from flows.fdiv_losses.params import Params
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from tasks.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 Tensor = torch.Tensor
@@ -508,5 +508,6 @@ def run_seed(p: Params, seed: int) -> dict:
 
 def parameter_count(p: Params, vocab: int) -> dict[str, int]:
     count = lambda m: sum(t.numel() for t in m.parameters())  # noqa: E731
-    return {"teacher_lm": count(CharLM(vocab, p.lm_d_model, p.lm_layers, p.lm_heads, p.lm_context)),
-            "student_lm": count(CharLM(vocab, p.student_d_model, p.student_layers, p.lm_heads, p.lm_context))}
+    with global_rngs_isolated():   # models built only to be counted
+        return {"teacher_lm": count(CharLM(vocab, p.lm_d_model, p.lm_layers, p.lm_heads, p.lm_context)),
+                "student_lm": count(CharLM(vocab, p.student_d_model, p.student_layers, p.lm_heads, p.lm_context))}

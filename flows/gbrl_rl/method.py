@@ -41,6 +41,7 @@ from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, STATE_TO_IDX  #
 from torch import nn  # noqa: E402
 
 from flows.gbrl_rl.params import GBRLConfig, IrregularConfig, NNConfig, Params  # noqa: E402
+from tasks.seeding import global_rngs_isolated  # noqa: E402
 from tasks.train import torch_single_thread  # noqa: E402
 
 CATEGORICAL_DTYPE = np.dtype("S128")  # what gbrl reads as categorical features
@@ -312,8 +313,9 @@ class MLPActorCritic(nn.Module):
     def __init__(self, input_dim: int, n_actions: int, cfg: NNConfig, generator: torch.Generator):
         super().__init__()
         h = cfg.hidden
-        self.pi = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, n_actions))
-        self.vf = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, 1))
+        with global_rngs_isolated():   # the layers' own init is overwritten below from ``generator``
+            self.pi = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, n_actions))
+            self.vf = nn.Sequential(nn.Linear(input_dim, h), nn.Tanh(), nn.Linear(h, h), nn.Tanh(), nn.Linear(h, 1))
         for net in (self.pi, self.vf):
             for layer in net:
                 if isinstance(layer, nn.Linear):

@@ -46,7 +46,7 @@ from gplearn.genetic import SymbolicRegressor
 from scipy.integrate import solve_ivp
 
 from flows.llm_srbench.params import Params
-from tasks.seeding import numpy_rng
+from tasks.seeding import global_rngs_isolated, numpy_rng
 
 
 @dataclass(frozen=True)
@@ -467,7 +467,8 @@ def discover_gplearn(task: Task, p: Params, seed: int) -> sympy.Expr:
     model = SymbolicRegressor(population_size=p.gp_population, generations=p.gp_generations,
                               function_set=GP_FUNCTIONS, parsimony_coefficient=p.gp_parsimony,
                               random_state=seed, n_jobs=1)
-    with np.errstate(all="ignore"):
+    # gplearn sets and draws NumPy's global RandomState for its (here empty) out-of-bag split: isolate it
+    with np.errstate(all="ignore"), global_rngs_isolated():
         model.fit(task.X, task.y)
     return gplearn_to_sympy(model._program.program, task.symbols)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import threading
 import time
 import types
 import warnings
@@ -47,7 +46,7 @@ from torch import nn
 from flows.tabsds.params import Params, Table
 from tasks.data import load_bundled, save_parquet
 from tasks.diffusion import TimeConditionedMLP, ddpm_schedule
-from tasks.seeding import torch_generator, torch_seeded
+from tasks.seeding import global_rngs_seeded, torch_generator, torch_seeded
 from tasks.train import torch_single_thread, warm_up_optimiser
 from tasks.two_sample import energy_distance, pairwise_distances
 
@@ -229,22 +228,13 @@ def tabsds(frame: pd.DataFrame, spec: dict, n_levels: int, seed: int, n_prop: fl
 
 # ---------------------------------------------------------------------------------------------- 3. baselines
 
-_GLOBAL_RNG = threading.Lock()
-
-
 @contextlib.contextmanager
 def global_rng(seed: int):
     """Seed NumPy's and torch's global generators for a library that only uses them; one caller at a
     time, previous states restored afterwards (seeds run in threads)."""
-    with _GLOBAL_RNG, torch.random.fork_rng(devices=[]), torch_single_thread(), warnings.catch_warnings():
+    with global_rngs_seeded(seed), torch_single_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        saved = np.random.get_state()
-        np.random.seed(seed % 2**32)
-        torch.manual_seed(seed)
-        try:
-            yield
-        finally:
-            np.random.set_state(saved)
+        yield
 
 
 def _valid_codes(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
