@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: check, list, run, repro, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, repro, fingerprint, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -127,11 +127,38 @@ def split_params() -> None:
 
 
 @app.command()
-def repro() -> None:
-    """Run every changed paper through DVC, with each one's place in the queue and the elapsed time."""
+def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs: rerun just these (forced)")) -> None:
+    """Run every changed paper through DVC (saying first how many and for how long), with each one's place in the
+    queue and the elapsed time."""
     from paperflows.repro import repro as run_all
 
-    raise typer.Exit(run_all(typer.echo))
+    chosen = [s.strip() for s in papers.split(",") if s.strip()] if papers else []
+    try:
+        code = run_all(typer.echo, chosen)
+    except Exception as err:
+        _fail(err)
+    raise typer.Exit(code)
+
+
+@app.command()
+def fingerprint(check: Optional[Path] = typer.Option(None, help="compare with this fingerprint file, e.g. "
+                                                                 "results/FINGERPRINT.txt; exit 1 on any difference"),
+                ) -> None:
+    """Print an md5 prefix per numeric primitive (NumPy, SciPy, scikit-learn, torch); equal lines, equal bits."""
+    from tasks.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
+
+    text = fingerprint_text()
+    typer.echo(text + f"# digest {fingerprint_digest()} (recorded in each metrics.json)", nl=True)
+    if check is not None:
+        if not check.is_file():
+            _fail(FileNotFoundError(f"no fingerprint file {check}"))
+        ours, theirs = parse_fingerprint(text), parse_fingerprint(check.read_text())
+        differing = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+        for name in differing:
+            typer.echo(f"differs: {name} (here {ours.get(name)}, {check}: {theirs.get(name)})", err=True)
+        if differing:
+            raise typer.Exit(1)
+        typer.echo(f"same bits as {check} on all {len(ours)} primitives")
 
 
 @app.command()

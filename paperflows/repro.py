@@ -1,9 +1,11 @@
-"""``paperflows repro``: ``dvc repro`` with a progress line per paper.
+"""``paperflows repro``: ``dvc repro`` with a plan up front and a progress line per paper.
 
 DVC prints little while a stage runs, and a full run takes the better part of an hour, so this asks
-``dvc status`` which paper stages will run, then runs them one by one (``dvc repro <slug>``), printing
-each one's place in the queue, its time and the elapsed total; a last ``dvc repro`` brings the summary
-(and anything else) up to date.
+``dvc status`` which paper stages will run (on a fresh clone: all of them, since their ``data/<slug>``
+outputs are in no DVC cache), says how many and roughly how long from the committed runtimes before it starts,
+then runs them one by one (``dvc repro <slug>``), printing each one's place in the queue, its time and the
+elapsed total; a last ``dvc repro`` brings the summary (and anything else) up to date.
+``papers`` restricts the run to a chosen subset, rerun even where DVC sees no change (``--force``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from paperflows.params import configured_slugs
+from paperflows.params import ParamsError, configured_slugs
+
+STAGE_OVERHEAD_S = 15.0
+"""Per stage, outside the flow body: a process start, imports, Prefect's bookkeeping and DVC's hashing (measured
+about 10-20 s on 2 cores)."""
 
 
 def _dvc(*args: str) -> list[str]:
@@ -29,16 +35,40 @@ def stages_to_run(slugs: Sequence[str]) -> list[str]:
     return [slug for slug in slugs if slug in changed]
 
 
-def repro(echo: Callable[[str], None] = print) -> int:
-    """Run every changed paper, then the rest of the pipeline; returns the exit code of the first failure (or 0)."""
+def expected_seconds(slugs: Sequence[str], results_root: Path = Path("results")) -> float:
+    """Rough wall time of running ``slugs``: each one's committed flow-body time (``metrics.json``) plus the
+    per-stage overhead; a paper without committed results counts as the median of the others."""
+    known = {}
+    for slug in slugs:
+        path = results_root / slug / "metrics.json"
+        if path.is_file():
+            body = json.loads(path.read_text()).get("metrics", {}).get("timings", {}).get("flow_body_s")
+            if isinstance(body, (int, float)):
+                known[slug] = float(body)
+    fallback = sorted(known.values())[len(known) // 2] if known else 60.0
+    return sum(known.get(slug, fallback) + STAGE_OVERHEAD_S for slug in slugs)
+
+
+def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
+    unknown = sorted(set(papers) - set(slugs))
+    if unknown:
+        raise ParamsError(f"unknown paper(s) {', '.join(unknown)}; known: {', '.join(slugs)}")
+    return [slug for slug in slugs if slug in set(papers)]
+
+
+def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = ()) -> int:
+    """Run every changed paper (or the ``papers`` given, forced), then the rest of the pipeline; returns the
+    exit code of the first failure (or 0)."""
     slugs = configured_slugs()
-    queue = stages_to_run(slugs)
-    echo(f"{len(queue)} of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else ""))
+    queue = choose(papers, slugs) if papers else stages_to_run(slugs)
+    estimate = expected_seconds(queue)
+    echo(f"{len(queue)} of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
+         + (f"; expected about {_clock(estimate)} (committed runtimes; 2 cores)" if queue else ""))
     started = time.monotonic()
     for position, slug in enumerate(queue, 1):
         echo(f"[{position}/{len(queue)}] {slug} ... (elapsed {_clock(time.monotonic() - started)})")
         stage_started = time.monotonic()
-        code = subprocess.run(_dvc("repro", "--single-item", slug)).returncode
+        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if papers else []), slug)).returncode
         verb = "done" if code == 0 else f"FAILED (exit {code})"
         echo(f"[{position}/{len(queue)}] {slug} {verb} in {time.monotonic() - stage_started:.0f} s "
              f"(elapsed {_clock(time.monotonic() - started)})")

@@ -1,8 +1,32 @@
-"""Environment defaults, set by the entry points (the CLI, the test suite) before Prefect is imported."""
+"""Environment set by the entry points before NumPy, SciPy, torch or Prefect is imported.
+
+Two groups:
+
+* :data:`PINNED` makes numeric primitives take the same kernels, so the same bits, on any x86-64 CPU with AVX2
+  (``paperflows fingerprint`` shows it): OpenBLAS's Haswell kernels (NumPy, SciPy, scikit-learn), torch's AVX2
+  kernels, MKL's AVX2 conditional numerical reproducibility, and one BLAS/OpenMP thread per task (reductions
+  split over threads sum in another order; the flows' parallelism is their seeds, in threads). Importing
+  :mod:`paperflows` applies it, overriding what the shell says, unless ``PAPERFLOWS_UNPINNED=1``.
+* :data:`DEFAULTS`: Prefect and matplotlib settings that a user's environment may override.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+import warnings
+
+UNPIN_VARIABLE = "PAPERFLOWS_UNPINNED"
+PINNED = {
+    "OPENBLAS_CORETYPE": "Haswell",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+NUMERIC_MODULES = ("numpy", "scipy", "torch", "sklearn")
 
 DEFAULTS = {
     # Offline machines: Prefect's telemetry would only log errors; figures are written, never shown.
@@ -19,7 +43,26 @@ DEFAULTS = {
 }
 
 
+def pinning_wanted() -> bool:
+    return os.environ.get(UNPIN_VARIABLE, "") not in ("1", "true", "yes")
+
+
+def pin_numeric_kernels() -> None:
+    """Set :data:`PINNED` (unless ``PAPERFLOWS_UNPINNED=1``); warn when a numeric library is already loaded,
+    since it read its kernels at import and the pin cannot reach it any more."""
+    if not pinning_wanted():
+        return
+    loaded = [name for name in NUMERIC_MODULES if name in sys.modules]
+    changed = [key for key, value in PINNED.items() if os.environ.get(key) != value]
+    os.environ.update(PINNED)
+    if loaded and changed:
+        warnings.warn(f"paperflows pins numeric kernels ({', '.join(changed)}) but {', '.join(loaded)} was imported "
+                      "first: import paperflows before them (or set the variables in the shell) for the pinned bits",
+                      RuntimeWarning, stacklevel=3)
+
+
 def apply_environment_defaults() -> None:
-    """Set each default unless the user's environment already says otherwise."""
+    """Pin the numeric kernels, then set each default unless the user's environment already says otherwise."""
+    pin_numeric_kernels()
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)

@@ -10,12 +10,20 @@ The rules, in the order they apply (each shown able to flip a verdict in ``tests
    disagree with the aggregate, give inconclusive.
 3. **Censoring.** When the method or the baseline never reached its criterion in most seeds, a ratio of
    times measures a failure, not a speed-up: inconclusive, unless the claim is about failure.
-4. **Negative control.** The control is judged by the same rules; if it passes too, the check cannot tell
-   good from bad: inconclusive (no power), whatever the method scored.
-5. **Per-setting signs.** A claim on a mean over datasets or settings records each one's side; reversals
+4. **Every instance.** A claim that holds on every instance (``every_instance``) reads not reproduced as soon
+   as one seed is a counterexample, whatever the aggregate says.
+5. **Negative control, strictly failing.** The control is judged by the same rules and must fail strictly: its
+   value and whole interval strictly on the failing side. A control that passes, or whose interval touches or
+   straddles the threshold, leaves the check without power: inconclusive (no power), whatever the method scored.
+6. **Working-method gate.** A claim that ``requires`` sanity checks (the method or baseline learned its task) is
+   inconclusive (implementation) unless each of them is reproduced.
+7. **Per-setting signs.** A claim on a mean over datasets or settings records each one's side; reversals
    are reported next to the verdict (the verdict itself is the aggregate's).
 
-Sanity checks (role ``"sanity"``) follow rules 1 and 2 and are counted apart, never as reproduced claims.
+Sanity checks (role ``"sanity"``) follow rules 1-4 and are counted apart, never as reproduced claims.
+
+Rule 1 reads a two-sided 95% interval (:mod:`tasks.stats`) strictly on one side, a one-sided test at 2.5%;
+every claim uses it. Each result records the number of seeds its verdict used and why that number.
 """
 
 from __future__ import annotations
@@ -33,14 +41,18 @@ VERDICT_CODES: dict[str, int] = {"reproduced": 1, "inconclusive": 0, "not reprod
 """The numeric verdict of the slim DVC metrics file (``claims.json``), so ``dvc metrics diff`` shows a flip."""
 CENSORED_MAJORITY = 0.5
 MIN_AGREEING_SEEDS = 3
+SEEDS_REASON = "the paper's default seed count in params.yaml (fixed before the run; no sequential extension)"
 
 
 class ControlResult(BaseModel):
+    """``verdict``: the control judged as a claim; ``failed``: strictly on the failing side (what gives power)."""
+
     name: str
     observed: float
     ci_low: float | None = None
     ci_high: float | None = None
-    passed: bool
+    verdict: Verdict
+    failed: bool
 
 
 class ClaimResult(BaseModel):
@@ -61,6 +73,9 @@ class ClaimResult(BaseModel):
     censored_fraction: float | None = None
     settings: dict[str, float] | None = None
     reversed_settings: list[str] | None = None
+    counterexample_seeds: list[int] | None = None
+    seeds: int
+    seeds_reason: str
 
 
 def _lookup(metrics: dict[str, Any], path: str) -> Any:
@@ -138,7 +153,48 @@ def _interval(metrics: dict[str, Any], paths: tuple[str, str] | None) -> tuple[f
     return None if paths is None else (metric_value(metrics, paths[0]), metric_value(metrics, paths[1]))
 
 
-def check_claim(claim: Claim, metrics: dict[str, Any]) -> ClaimResult:
+def _per_seed_rule(claim: Claim, result: Verdict, per_seed: list[float], reasons: list[str]
+                   ) -> tuple[Verdict, list[int] | None]:
+    """Rules 2 and 4 on the per-seed values: agreement with the aggregate, or no counterexample."""
+    if claim.every_instance:
+        counterexamples = [i for i, v in enumerate(per_seed) if not passes(claim.comparison, claim.threshold, v)]
+        if counterexamples:
+            reasons.append(f"counterexample on {len(counterexamples)} of {len(per_seed)} seeds "
+                           f"(seed index {', '.join(map(str, counterexamples))})")
+            return "not reproduced", counterexamples
+        if len(per_seed) < MIN_AGREEING_SEEDS:
+            reasons.append(f"{len(per_seed)} seeds, fewer than {MIN_AGREEING_SEEDS}")
+            return "inconclusive", []
+        return result, []
+    if result == "inconclusive":
+        return result, None
+    agreeing = [passes(claim.comparison, claim.threshold, v) == (result == "reproduced") for v in per_seed]
+    if len(per_seed) < MIN_AGREEING_SEEDS:
+        reasons.append(f"{len(per_seed)} seeds, fewer than {MIN_AGREEING_SEEDS}")
+        return "inconclusive", None
+    if not all(agreeing):
+        reasons.append(f"seeds disagree ({sum(agreeing)} of {len(per_seed)} agree)")
+        return "inconclusive", None
+    return result, None
+
+
+def _control_result(claim: Claim, metrics: dict[str, Any]) -> ControlResult:
+    """Rule 5: the control fails only strictly (a point value strictly on the failing side of the threshold)."""
+    control = claim.control
+    observed = metric_value(metrics, control.metric)
+    interval = _interval(metrics, control.interval)
+    judged = interval_verdict(claim.comparison, claim.threshold, observed, interval)
+    failed = judged == "not reproduced" and (interval is not None or _side(claim.comparison, claim.threshold,
+                                                                           observed) == -1)
+    return ControlResult(name=control.name, observed=observed, verdict=judged, failed=failed,
+                         ci_low=None if interval is None else interval[0],
+                         ci_high=None if interval is None else interval[1])
+
+
+def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
+                sanity: dict[str, Verdict] | None = None) -> ClaimResult:
+    """One claim's verdict under rules 1-7; ``seeds``: how many seeds the run used; ``sanity``: the verdicts
+    of the paper's sanity checks, for the working-method gate (``claim.requires``)."""
     observed = metric_value(metrics, claim.metric)
     ci = _interval(metrics, claim.interval)
     result = verdict(claim, observed, ci)
@@ -147,14 +203,9 @@ def check_claim(claim: Claim, metrics: dict[str, Any]) -> ClaimResult:
         reasons.append("the interval touches or straddles the threshold")
 
     per_seed = metric_values(metrics, claim.per_seed) if claim.per_seed else None
-    if per_seed is not None and result != "inconclusive":
-        agreeing = [passes(claim.comparison, claim.threshold, v) == (result == "reproduced") for v in per_seed]
-        if len(per_seed) < MIN_AGREEING_SEEDS:
-            reasons.append(f"{len(per_seed)} seeds, fewer than {MIN_AGREEING_SEEDS}")
-        elif not all(agreeing):
-            reasons.append(f"seeds disagree ({sum(agreeing)} of {len(per_seed)} agree)")
-        if len(per_seed) < MIN_AGREEING_SEEDS or not all(agreeing):
-            result = "inconclusive"
+    counterexamples = None
+    if per_seed is not None:
+        result, counterexamples = _per_seed_rule(claim, result, per_seed, reasons)
 
     censored = metric_value(metrics, claim.censored) if claim.censored else None
     if censored is not None and censored > CENSORED_MAJORITY and not claim.about_failure:
@@ -163,14 +214,16 @@ def check_claim(claim: Claim, metrics: dict[str, Any]) -> ClaimResult:
 
     control = None
     if claim.control is not None:
-        c_observed = metric_value(metrics, claim.control.metric)
-        c_ci = _interval(metrics, claim.control.interval)
-        c_passed = interval_verdict(claim.comparison, claim.threshold, c_observed, c_ci) == "reproduced"
-        control = ControlResult(name=claim.control.name, observed=c_observed, passed=c_passed,
-                                ci_low=None if c_ci is None else c_ci[0], ci_high=None if c_ci is None else c_ci[1])
-        if c_passed:
+        control = _control_result(claim, metrics)
+        if not control.failed and result != "inconclusive":
             result = "inconclusive"
-            reasons.append(f"no power: the control ({claim.control.name}) passes too")
+            reasons.append(f"no power: the control ({claim.control.name}) "
+                           + ("passes too" if control.verdict == "reproduced" else "does not fail strictly"))
+
+    unhealthy = [s for s in claim.requires if (sanity or {}).get(s) != "reproduced"]
+    if unhealthy and result != "inconclusive":
+        result = "inconclusive"
+        reasons.append(f"implementation: the method check {', '.join(unhealthy)} did not hold")
 
     settings = reversed_settings = None
     if claim.per_setting:
@@ -183,11 +236,16 @@ def check_claim(claim: Claim, metrics: dict[str, Any]) -> ClaimResult:
         ci_low=None if ci is None else ci[0], ci_high=None if ci is None else ci[1],
         verdict=result, reason="; ".join(reasons) or None, control=control, control_reason=claim.control_reason,
         per_seed=per_seed, censored_fraction=censored, settings=settings, reversed_settings=reversed_settings,
+        counterexample_seeds=counterexamples, seeds=seeds, seeds_reason=SEEDS_REASON,
     )
 
 
-def check_claims(paper: Paper, metrics: dict[str, Any]) -> list[ClaimResult]:
-    return [check_claim(claim, metrics) for claim in paper.claims]
+def check_claims(paper: Paper, metrics: dict[str, Any], seeds: int) -> list[ClaimResult]:
+    """Every claim of ``paper``, sanity checks first so that the working-method gate can read them; results in
+    declaration order."""
+    sanity = {c.id: check_claim(c, metrics, seeds) for c in paper.claims if c.role == "sanity"}
+    verdicts = {cid: r.verdict for cid, r in sanity.items()}
+    return [sanity[c.id] if c.role == "sanity" else check_claim(c, metrics, seeds, verdicts) for c in paper.claims]
 
 
 def count_verdicts(results: Sequence[ClaimResult | dict[str, Any]], role: str) -> dict[str, int]:

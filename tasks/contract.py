@@ -62,6 +62,10 @@ class Claim(BaseModel):
     ``per_setting`` names a dict {setting: value} when ``metric`` aggregates over datasets or settings:
     each one's side of the threshold is recorded, and reversals are reported next to the verdict.
     ``scaled`` says why and how the threshold was scaled down from the paper's figure.
+    ``every_instance``: the claim holds on every instance (a bound, a guarantee), so one seed in ``per_seed``
+    that fails it is a counterexample and the verdict is not reproduced.
+    ``requires`` names the paper's sanity checks that show the method (or the baseline it is compared with)
+    learned its task; unless each is reproduced, the claim is inconclusive (implementation).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,12 +87,18 @@ class Claim(BaseModel):
     about_failure: bool = False
     per_setting: str | None = None
     scaled: str | None = None
+    every_instance: bool = False
+    requires: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _rules(self) -> "Claim":
+        if self.every_instance and self.per_seed is None:
+            raise ValueError(f"{self.id}: a claim about every instance names its per_seed values")
         if self.role == "sanity":
             if self.control is not None or self.control_reason is not None:
                 raise ValueError(f"{self.id}: a sanity check takes no negative control")
+            if self.requires:
+                raise ValueError(f"{self.id}: a sanity check requires no other check")
             return self
         if (self.control is None) == (self.control_reason is None):
             raise ValueError(f"{self.id}: a claim needs exactly one of control and control_reason")
@@ -119,6 +129,12 @@ class Paper(BaseModel):
         ids = [c.id for c in self.claims]
         if len(ids) != len(set(ids)):
             raise ValueError(f"{self.slug}: duplicate claim ids in {ids}")
+        sanity = {c.id for c in self.claims if c.role == "sanity"}
+        for claim in self.claims:
+            missing = set(claim.requires) - sanity
+            if missing:
+                raise ValueError(f"{self.slug}: {claim.id} requires {sorted(missing)}, which are not sanity checks "
+                                 "of this paper")
         return self
 
     @property

@@ -84,7 +84,7 @@ def paper_flow(paper: Paper, params_model: type[PaperParams], smoke: dict[str, A
             started = time.perf_counter()
             output = body(validated, ctx)
             output.metrics.setdefault("timings", {})["flow_body_s"] = time.perf_counter() - started
-            claim_results = check_claims_task(paper, output.metrics)
+            claim_results = check_claims_task(paper, output.metrics, len(ctx.seeds))
             return write_report_task(paper, validated.model_dump(mode="json"), ctx, output, claim_results)
 
         run.__doc__ = body.__doc__ or paper.title

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 
 from tasks.claims import VERDICT_CODES, ClaimResult, count_verdicts
+from tasks.fingerprint import fingerprint_digest
 from tasks.contract import Paper, RunContext, RunOutput
 from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -56,7 +57,19 @@ def control_text(result: ClaimResult | dict[str, Any]) -> str:
     value = fmt(control["observed"])
     if control.get("ci_low") is not None:
         value += f" [{fmt(control['ci_low'])}, {fmt(control['ci_high'])}]"
-    return f"{control['name']}: {value} ({'passes too' if control['passed'] else 'fails, as it should'})"
+    if control["failed"]:
+        outcome = "fails strictly, as it should"
+    else:
+        outcome = "passes too" if control["verdict"] == "reproduced" else "does not fail strictly: no power"
+    return f"{control['name']}: {value} ({outcome})"
+
+
+OPERATORS = {">=": "≥", "<=": "≤", ">": "\\>", "<": "<"}
+"""Claim operators as markdown: a cell that starts with ``>`` renders as a blockquote (in Prefect's UI too)."""
+
+
+def threshold_text(comparison: str, threshold: float) -> str:
+    return f"{OPERATORS[comparison]} {fmt(threshold)}"
 
 
 def claims_rows(paper: Paper, results: Sequence[ClaimResult], role: str = "claim") -> list[dict[str, str]]:
@@ -67,7 +80,7 @@ def claims_rows(paper: Paper, results: Sequence[ClaimResult], role: str = "claim
         if claim.role != role:
             continue
         row = {"claim": claim.id, "verdict": verdict_text(result), "ours": observed_text(result),
-               "paper's figure": f"{claim.comparison} {fmt(claim.threshold)}"}
+               "paper's figure": threshold_text(claim.comparison, claim.threshold)}
         if role == "claim":
             row["negative control"] = control_text(result)
         row |= {"paper says": claim.text, "kind": claim.kind + (", scaled" if claim.scaled else ""),
@@ -133,8 +146,9 @@ def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output:
 
 def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
                      results: Sequence[ClaimResult]) -> dict[str, Any]:
-    """The content of ``metrics.json``, the full record of a run: the paper, params, every measurement,
-    and each claim with its declaration, value and verdict (enough for the summary without the code)."""
+    """The content of ``metrics.json``, the full record of a run: the paper, params, the numeric kernels'
+    fingerprint digest (:mod:`tasks.fingerprint`: equal digests, equal bits), every measurement, and each claim
+    with its declaration, value and verdict (enough for the summary without the code)."""
     declared = {c.id: c for c in paper.claims}
     return {
         "paper": paper.slug,
@@ -144,6 +158,7 @@ def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, outp
         "smoke": ctx.smoke,
         "seeds": ctx.seeds,
         "params": params,
+        "fingerprint": fingerprint_digest(),
         "metrics": output.metrics,
         "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced"),
                           "text": declared[r.id].text, "scaled": declared[r.id].scaled} for r in results},

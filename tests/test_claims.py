@@ -33,8 +33,8 @@ def test_interval_straddling_the_threshold_is_inconclusive():
 
 def test_check_claim_reads_dotted_metrics_and_can_fail():
     metrics = {"a": {"b": 0.2, "lo": 0.1, "hi": 0.3}}
-    assert check_claim(claim(">=", 1.0), metrics).verdict == "not reproduced"
-    result = check_claim(claim("<", 1.0, interval=("a.lo", "a.hi")), metrics)
+    assert check_claim(claim(">=", 1.0), metrics, 3).verdict == "not reproduced"
+    result = check_claim(claim("<", 1.0, interval=("a.lo", "a.hi")), metrics, 3)
     assert (result.observed, result.ci_low, result.ci_high, result.verdict) == (0.2, 0.1, 0.3, "reproduced")
 
 
@@ -52,6 +52,7 @@ def test_missing_or_non_numeric_metrics_are_errors():
 METRICS = {"effect": {"mean": 0.3, "ci_low": 0.1, "ci_high": 0.5},
            "ablated": {"mean": 0.2, "ci_low": 0.05, "ci_high": 0.35},
            "random": {"mean": 0.0, "ci_low": -0.1, "ci_high": 0.1},
+           "below": {"mean": -0.2, "ci_low": -0.3, "ci_high": -0.1},
            "tie": {"mean": 0.003, "ci_low": 0.0, "ci_high": 0.0045},
            "seeds": {"agree": [0.2, 0.3, 0.4], "disagree": [0.2, -0.1, 0.4], "two": [0.2, 0.3]},
            "censored": {"most": 0.8, "few": 0.2},
@@ -67,16 +68,55 @@ def effect(**rules):
 
 def test_a_control_that_passes_too_turns_a_pass_into_no_power():
     weak = Control(name="random policy", metric="random.mean", interval=("random.ci_low", "random.ci_high"))
-    result = check_claim(effect(control=weak, control_reason=None), METRICS)
-    assert result.verdict == "reproduced" and result.control.passed is False
+    result = check_claim(effect(control=weak, control_reason=None), METRICS, 3)
+    assert result.verdict == "inconclusive" and "does not fail strictly" in result.reason  # straddles 0: no power
+    assert result.control.failed is False and result.control.verdict == "inconclusive"
+    failing = Control(name="permuted labels", metric="below.mean", interval=("below.ci_low", "below.ci_high"))
+    result = check_claim(effect(control=failing, control_reason=None), METRICS, 3)
+    assert result.verdict == "reproduced" and result.control.failed is True
     strong = Control(name="ablated method", metric="ablated.mean", interval=("ablated.ci_low", "ablated.ci_high"))
-    result = check_claim(effect(control=strong, control_reason=None), METRICS)
-    assert result.verdict == "inconclusive" and "no power" in result.reason and result.control.passed is True
+    result = check_claim(effect(control=strong, control_reason=None), METRICS, 3)
+    assert result.verdict == "inconclusive" and "passes too" in result.reason and result.control.failed is False
+
+
+def test_a_point_control_must_fail_strictly():
+    """A control at the threshold itself ("> 0" with a control of exactly 0) has not failed strictly."""
+    on_threshold = Control(name="no-op", metric="zero")
+    result = check_claim(effect(control=on_threshold, control_reason=None), {**METRICS, "zero": 0.0}, 3)
+    assert result.verdict == "inconclusive" and result.control.failed is False
+    below = Control(name="no-op", metric="negative")
+    assert check_claim(effect(control=below, control_reason=None), {**METRICS, "negative": -0.1}, 3).verdict == "reproduced"
+
+
+def test_one_counterexample_refutes_a_claim_about_every_instance():
+    """A bound that must hold on every instance: a seed that breaks it is a counterexample, whatever the mean."""
+    point = {"interval": None, "metric": "effect.mean", "per_seed": "seeds.disagree"}
+    assert check_claim(effect(**point), METRICS, 3).verdict == "inconclusive"  # an average claim: seeds disagree
+    result = check_claim(effect(**point, every_instance=True), METRICS, 3)
+    assert result.verdict == "not reproduced" and result.counterexample_seeds == [1]
+    assert check_claim(effect(**{**point, "per_seed": "seeds.agree"}, every_instance=True), METRICS, 3).verdict == "reproduced"
+    with pytest.raises(ValueError, match="per_seed"):
+        effect(every_instance=True)
+
+
+def test_a_claim_on_a_method_that_did_not_learn_is_inconclusive():
+    """The working-method gate: the claim rests on a sanity check (the baseline learned its task); when that
+    check fails, the claim is inconclusive (implementation) even though its own interval clears the bar."""
+    learns = Claim(id="learns", text="t", source="s", metric="learned", comparison=">", threshold=0.5,
+                   kind="magnitude", role="sanity")
+    paper = Paper(slug="p", title="t", method="m", paper_class="A", source="s", official_code=None,
+                  claims=(effect(requires=("learns",)), learns), limitations="")
+    healthy = check_claims(paper, {**METRICS, "learned": 0.9}, 3)
+    assert [r.verdict for r in healthy] == ["reproduced", "reproduced"]
+    broken = check_claims(paper, {**METRICS, "learned": 0.3}, 3)
+    assert broken[0].verdict == "inconclusive" and "implementation" in broken[0].reason
+    with pytest.raises(ValueError, match="not sanity checks"):
+        Paper(**{**paper.model_dump(), "claims": (effect(requires=("nowhere",)),)})
 
 
 def test_an_interval_touching_the_threshold_is_a_tie_not_a_win():
-    assert check_claim(effect(), METRICS).verdict == "reproduced"
-    tie = check_claim(effect(metric="tie.mean", interval=("tie.ci_low", "tie.ci_high"), comparison=">="), METRICS)
+    assert check_claim(effect(), METRICS, 3).verdict == "reproduced"
+    tie = check_claim(effect(metric="tie.mean", interval=("tie.ci_low", "tie.ci_high"), comparison=">="), METRICS, 3)
     assert tie.verdict == "inconclusive" and "touches" in tie.reason
     assert verdict(effect(comparison=">="), 0.5, (0.0, 1.0)) == "inconclusive"
     assert verdict(effect(comparison="<="), -0.5, (-1.0, 0.0)) == "inconclusive"
@@ -85,22 +125,22 @@ def test_an_interval_touching_the_threshold_is_a_tie_not_a_win():
 
 def test_a_point_claim_needs_three_seeds_that_agree():
     point = {"interval": None, "metric": "effect.mean"}
-    assert check_claim(effect(**point, per_seed="seeds.agree"), METRICS).verdict == "reproduced"
-    assert check_claim(effect(**point, per_seed="seeds.disagree"), METRICS).verdict == "inconclusive"
-    assert "fewer than 3" in check_claim(effect(**point, per_seed="seeds.two"), METRICS).reason
+    assert check_claim(effect(**point, per_seed="seeds.agree"), METRICS, 3).verdict == "reproduced"
+    assert check_claim(effect(**point, per_seed="seeds.disagree"), METRICS, 3).verdict == "inconclusive"
+    assert "fewer than 3" in check_claim(effect(**point, per_seed="seeds.two"), METRICS, 3).reason
     with pytest.raises(ValueError, match="per_seed"):
         effect(**point)
 
 
 def test_censored_comparisons_are_inconclusive_unless_the_claim_is_about_failure():
-    assert check_claim(effect(censored="censored.few"), METRICS).verdict == "reproduced"
-    result = check_claim(effect(censored="censored.most"), METRICS)
+    assert check_claim(effect(censored="censored.few"), METRICS, 3).verdict == "reproduced"
+    result = check_claim(effect(censored="censored.most"), METRICS, 3)
     assert result.verdict == "inconclusive" and "censored" in result.reason
-    assert check_claim(effect(censored="censored.most", about_failure=True), METRICS).verdict == "reproduced"
+    assert check_claim(effect(censored="censored.most", about_failure=True), METRICS, 3).verdict == "reproduced"
 
 
 def test_a_reversal_on_one_dataset_is_reported_beside_the_verdict():
-    result = check_claim(effect(per_setting="per_dataset"), METRICS)
+    result = check_claim(effect(per_setting="per_dataset"), METRICS, 3)
     assert result.verdict == "reproduced" and result.reversed_settings == ["breast_cancer"]
     assert result.settings == METRICS["per_dataset"]
 
@@ -110,7 +150,7 @@ def test_sanity_checks_are_never_counted_as_claims():
                    kind="exact", role="sanity")
     paper = Paper(slug="p", title="t", method="m", paper_class="A", source="s", official_code=None,
                   claims=(effect(), sanity), limitations="")
-    results = check_claims(paper, METRICS)
+    results = check_claims(paper, METRICS, 3)
     assert [r.verdict for r in results] == ["reproduced", "reproduced"]
     assert count_verdicts(results, "claim") == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
     assert count_verdicts(results, "sanity") == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}

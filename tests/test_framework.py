@@ -37,7 +37,7 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert summary["verdicts"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}  # claims only
     assert summary["sanity"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
     control = document["claims"]["mean_positive"]["control"]
-    assert control["name"] == "draws centred at -1" and control["passed"] is False and control["observed"] < 0
+    assert control["name"] == "draws centred at -1" and control["failed"] is True and control["observed"] < 0
     assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
     text = (results / "report.md").read_text()
     assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
@@ -94,10 +94,22 @@ def test_the_claims_table_shows_claim_verdict_and_values_first():
     from tasks.claims import check_claims
 
     results = check_claims(TOY, {"mean": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9}, "n_draws": 10,
-                                 "control": {"mean": -1.0, "ci_low": -1.2, "ci_high": -0.8}})
+                                 "control": {"mean": -1.0, "ci_low": -1.2, "ci_high": -0.8}}, 3)
     rows = report.claims_rows(TOY, results)
     assert list(rows[0])[:4] == ["claim", "verdict", "ours", "paper's figure"]
-    assert rows[0]["verdict"] == "reproduced" and rows[0]["ours"] == "0.5 [0.1, 0.9]" and rows[0]["paper's figure"] == "> 0"
+    assert rows[0]["verdict"] == "reproduced" and rows[0]["ours"] == "0.5 [0.1, 0.9]"
+    assert results[0].seeds == 3 and "default seed count" in results[0].seeds_reason
+
+
+@pytest.mark.parametrize("comparison,shown", [(">", "\\> 0"), (">=", "≥ 0"), ("<=", "≤ 0"), ("<", "< 0")])
+def test_a_threshold_renders_with_its_operator_in_markdown(comparison, shown):
+    """A cell that starts with '>' is a blockquote in markdown (Prefect's UI too): the operator would vanish."""
+    import markdown_it
+
+    text = report.threshold_text(comparison, 0.0)
+    assert text == shown
+    html = markdown_it.MarkdownIt().render(text)
+    assert "blockquote" not in html and shown.lstrip("\\")[0] in html.replace("&gt;", ">").replace("&lt;", "<")
 
 
 def test_the_process_runner_passes_typed_params_to_the_method(tmp_path):

@@ -139,9 +139,9 @@ def ck_ntk_spikes_flow(params: Params, ctx: RunContext) -> RunOutput:
 
 
 def _abs_err(values: np.ndarray, target: float) -> dict[str, float]:
-    """|mean - target| over seeds, with the bootstrap interval of the mean carried through
+    """|mean - target| over seeds, with the Student-t interval of the mean carried through
     (its lower end is 0 when the interval of the mean contains the target)."""
-    mean, lo, hi = stats.bootstrap_ci(values)
+    mean, lo, hi = stats.mean_ci(values)
     errs = sorted([abs(lo - target), abs(hi - target)])
     return {"mean": abs(mean - target), "ci_low": 0.0 if lo <= target <= hi else errs[0], "ci_high": errs[1]}
 
@@ -266,7 +266,7 @@ def _plot_table(params: Params, rows: pd.DataFrame, pred: pd.DataFrame) -> pd.Da
     out = []
     for (act, kernel, snr), g in rows[rows.activation.isin(params.sweep_activations)].groupby(["activation", "kernel", "snr"]):
         for quantity, col in (("outlier", "mean_top_r"), ("zeta", "zeta")):
-            mean, lo, hi = stats.bootstrap_ci(g[col])
+            mean, lo, hi = stats.mean_ci(g[col])
             out.append({"x": snr, "y": mean, "y_low": lo, "y_high": hi, "series": f"{act} {kernel} {quantity} measured"})
         out.append({"x": snr, "y": float(g["edge"].mean()), "y_low": None, "y_high": None,
                     "series": f"{act} {kernel} edge measured"})

@@ -36,7 +36,7 @@ PAPER = Paper(
               text=("dMoE achieves state-of-the-art (equity-scaled) performance ... mitigating biases from imbalanced "
                     "distributions: ES-Dice(dMoE) - ES-Dice(UNet) > 0 (paired over seeds)"),
               source="abstract; plan claim 1 (direction)", metric="diff.es.dmoe_vs_unet.mean", comparison=">",
-              threshold=0.0, kind="direction", role="claim", interval=ci("diff.es.dmoe_vs_unet"), scaled=SCALED,
+              threshold=0.0, kind="direction", role="claim", requires=("unet_learns_the_task",), interval=ci("diff.es.dmoe_vs_unet"), scaled=SCALED,
               control=Control(name=f"{SHUFFLED} - UNet", metric="diff.es.dmoe_shuffled_vs_unet.mean",
                               interval=ci("diff.es.dmoe_shuffled_vs_unet"))),
         Claim(id="es_dice_dmoe_over_moe",
@@ -50,14 +50,14 @@ PAPER = Paper(
               text=("dMoE is effective in mitigating biases from imbalanced distributions: Dice of the minority group "
                     "(5 % of training images) with dMoE - with the UNet >= 0.02 (2 pp)"),
               source="abstract; plan claim 2 (magnitude)", metric="diff.minority.dmoe_vs_unet.mean", comparison=">=",
-              threshold=0.02, kind="magnitude", role="claim", interval=ci("diff.minority.dmoe_vs_unet"), scaled=SCALED,
+              threshold=0.02, kind="magnitude", role="claim", requires=("unet_learns_the_task",), interval=ci("diff.minority.dmoe_vs_unet"), scaled=SCALED,
               control=Control(name=f"{SHUFFLED} - UNet", metric="diff.minority.dmoe_shuffled_vs_unet.mean",
                               interval=ci("diff.minority.dmoe_shuffled_vs_unet"))),
         Claim(id="no_overall_dice_sacrifice",
               text=("fairness without an accuracy cost (state-of-the-art Dice as well as ES-Dice): overall Dice(dMoE) - "
                     "overall Dice(UNet) >= -0.01 (1 pp)"),
               source="abstract; plan claim 3 (magnitude, non-inferiority)", metric="diff.overall.dmoe_vs_unet.mean",
-              comparison=">=", threshold=-0.01, kind="magnitude", role="claim",
+              comparison=">=", threshold=-0.01, kind="magnitude", role="claim", requires=("unet_learns_the_task",),
               interval=ci("diff.overall.dmoe_vs_unet"), scaled=SCALED,
               # the trained dMoE fed a wrong attribute at test time: if routing matters, this must lose accuracy
               control=Control(name="dMoE with every test image routed to group (g + 1) mod 3 - UNet",

@@ -136,7 +136,7 @@ def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     by_dataset = {d: {m: {c: float(v) for c, v in row[metric_cols[1:]].items()} | {"n_seeds": int(row["n_seeds"])}
                       for m, row in g.set_index("method").iterrows()}
                   for d, g in summary.groupby("dataset")}
-    tabsds_ci = stats.summarize_by(tab, "dataset", ["detection_auc", "tstr"], seed=ctx.seeds[0])
+    tabsds_ci = stats.summarize_by(tab, "dataset", ["detection_auc", "tstr"])
     metrics = {
         "competitive": competitive, "privacy": privacy, "by_dataset": by_dataset,
         "tabsds_over_seeds": tabsds_ci,
