@@ -32,6 +32,8 @@ bench: setup
 	$(BIN)/python benchmarks/bench_lapsum.py
 	$(BIN)/python benchmarks/bench_two_sample.py
 	$(BIN)/python benchmarks/bench_graphs.py
+	$(BIN)/python benchmarks/bench_pinning.py
+	$(BIN)/python benchmarks/bench_papers.py
 
 stop:
 	$(BIN)/paperflows server down

@@ -38,12 +38,27 @@ def paper_slugs() -> list[str]:
     return sorted(p.name for p in FLOWS_DIR.iterdir() if (p / "flow.py").is_file() and not p.name.startswith(("_", ".")))
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader that rejects a key repeated in one mapping, as DVC's parser does (PyYAML would keep the
+    last value silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}' (line {key_node.start_mark.line + 1})", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_params_file(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ParamsError(f"params file {path} not found")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as err:
         raise ParamsError(f"{path} is not valid YAML: {err}") from err
     if not isinstance(raw, dict):

@@ -2,7 +2,8 @@
 
 The offset is chosen once, here, before any result was seen, and never tuned: a reproduction whose
 verdicts flip when the seeds move is reported as such. Runs go to ``.paperflows/robustness/offset-<N>/``,
-never over ``results/``. Their verdicts are written to ``results/robustness.json``; ``paperflows report``
+never over ``results/``. Their verdicts, with the kernels' fingerprint digest they ran under, are written to
+``results/robustness.json``; ``paperflows report``
 compares them with the committed verdicts, marks each flip in ``SUMMARY.md`` and writes ``ROBUSTNESS.md``.
 """
 
@@ -37,8 +38,9 @@ def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Pat
         echo(f"[{position}/{len(slugs)}] {slug} at common.seed = {base + offset}")
         run_paper(slug, params_file=params_file, out_root=out_root, overrides=[f"common.seed={base + offset}"])
         fresh = load_metrics(out_root / "results", slug)
-        record["papers"][slug] = {cid: {"verdict": result["verdict"], "role": result["role"]}
-                                  for cid, result in fresh["claims"].items()}
+        record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"),
+                                  "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}
+                                             for cid, result in fresh["claims"].items()}}
     atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)
     write_robustness_report(record, root / "results", configured_slugs(params_file))
     return record

@@ -11,7 +11,7 @@ from tasks.io import atomic_write_text
 
 FILES = {"params.py.tmpl": "flows/{slug}/params.py", "method.py.tmpl": "flows/{slug}/method.py",
          "flow.py.tmpl": "flows/{slug}/flow.py", "test.py.tmpl": "tests/test_{slug}.py"}
-SECTION = "  {slug}:\n    seeds: 5\n    n_samples: 100\n"
+SECTION = "  {slug}:\n    seeds: 5\n    n_samples: 100\n    effect: 0.5\n"
 
 
 def new_paper(slug: str, root: Path = Path(".")) -> list[Path]:

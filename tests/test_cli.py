@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -98,6 +99,8 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     run = cli("run", "demo_paper", "--smoke", env_extra=env, cwd=repo)
     assert run.returncode == 0, run.stderr
     assert (repo / ".paperflows/smoke/results/demo_paper/report.md").is_file()
+    claims = json.loads((repo / ".paperflows/smoke/results/demo_paper/metrics.json").read_text())["claims"]
+    assert claims["method_beats_baseline"]["control"]["name"] and claims["baseline_is_centred"]["role"] == "sanity"
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "tests/test_demo_paper.py"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert tests.returncode == 0, tests.stdout[-2000:]
@@ -105,3 +108,26 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     assert again.returncode == 1 and "already there" in again.stderr
     reserved = cli("new", "params", env_extra=env, cwd=repo)
     assert reserved.returncode == 1 and "stage's name" in reserved.stderr
+
+
+def test_a_duplicate_key_in_params_yaml_is_rejected_naming_it(tmp_path):
+    """DVC's parser rejects a repeated key; `check` must too, instead of keeping the last value silently."""
+    text = (ROOT / "params.yaml").read_text()
+    first = text.index("    seeds:")
+    duplicated = text[:first] + "    seeds: 99\n" + text[first:]
+    (tmp_path / "params.yaml").write_text(duplicated)
+    with pytest.raises(ParamsError, match="duplicate key 'seeds'"):
+        read_params_file(tmp_path / "params.yaml")
+    out = cli("check", "--params-file", str(tmp_path / "params.yaml"))
+    assert out.returncode == 1 and "duplicate key 'seeds'" in out.stderr
+
+
+def test_repro_says_how_many_papers_and_how_long_before_it_starts():
+    from paperflows.repro import choose, expected_seconds
+
+    slugs = paper_slugs()
+    assert choose(["lapsum", "tabsds"], slugs) == sorted(["lapsum", "tabsds"], key=slugs.index)
+    with pytest.raises(ParamsError, match="nope"):
+        choose(["nope"], slugs)
+    one = expected_seconds(["lapsum"])
+    assert one > 15 and expected_seconds(["lapsum", "tabsds"]) > one

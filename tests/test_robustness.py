@@ -26,7 +26,8 @@ def test_robustness_reruns_at_shifted_seeds_and_marks_flips(tmp_path):
     assert fresh["seeds"][0] == raw["common"]["seed"] + 7
     assert committed_file.read_bytes() == committed, "the robustness run never writes into results/"
     document = json.loads(committed)
-    claims = record["papers"][SLUG]
+    claims = record["papers"][SLUG]["claims"]
+    assert record["papers"][SLUG]["fingerprint"] == fresh["fingerprint"] == document["fingerprint"]
     assert claims == {cid: {"verdict": c["verdict"], "role": c["role"]} for cid, c in fresh["claims"].items()}
     assert json.loads((tmp_path / "results" / "robustness.json").read_text()) == record
     flips = [cid for cid, c in claims.items() if c["verdict"] != document["claims"][cid]["verdict"]]
@@ -43,19 +44,19 @@ def _write_results(results, verdicts: dict[str, str]) -> None:
     count = lambda role: {v: sum(c["verdict"] == v for c in claims.values() if c["role"] == role)  # noqa: E731
                           for v in ("reproduced", "not reproduced", "inconclusive")}
     (results / "p" / "metrics.json").write_text(json.dumps({
-        "title": "P", "method": "m", "paper_class": "A", "claims": claims,
+        "title": "P", "method": "m", "paper_class": "A", "claims": claims, "fingerprint": "f1",
         "verdicts": count("claim"), "sanity": count("sanity")}))
 
 
 def test_flips_are_derived_from_the_committed_verdicts_as_they_are_now(tmp_path):
-    record = {"offset": 100, "papers": {"p": {
+    record = {"offset": 100, "papers": {"p": {"fingerprint": "f1", "claims": {
         "a": {"verdict": "inconclusive", "role": "claim"},
         "b": {"verdict": "reproduced", "role": "claim"},
-        "s": {"verdict": "reproduced", "role": "sanity"}}}}
+        "s": {"verdict": "reproduced", "role": "sanity"}}}}}
     results = tmp_path / "results"
     _write_results(results, {"a": "reproduced", "b": "reproduced", "s": "reproduced"})
     text = robustness_markdown(record, results, ["p"])
-    assert "| `p` | 1/2 | 1/1 | `a`: reproduced → inconclusive |" in text and "claims 1/2 (50%)" in text
+    assert "| `p` | 1/2 | 1/1 | `a`: reproduced → inconclusive |" in text and "offset 100: 1/2 (50%)" in text
     (results / "robustness.json").write_text(json.dumps(record))
     summary = summary_markdown(results, ["p"])
     line_a = next(line for line in summary.splitlines() if line.startswith("| a |"))
@@ -65,7 +66,8 @@ def test_flips_are_derived_from_the_committed_verdicts_as_they_are_now(tmp_path)
     # the paper is rerun and `a` now commits as inconclusive, `b` as not reproduced: the same robustness
     # record now says `a` holds and `b` flips, with no robustness rerun
     _write_results(results, {"a": "inconclusive", "b": "not reproduced", "s": "reproduced"})
-    assert "| `p` | 1/2 | 1/1 | `b`: not reproduced → reproduced |" in robustness_markdown(record, results, ["p"])
+    text = robustness_markdown(record, results, ["p"])
+    assert "| `p` | 1/2 | 1/1 | `b`: not reproduced → reproduced |" in text and "with 1 hard flips" in text
     summary = summary_markdown(results, ["p"])
     line_a = next(line for line in summary.splitlines() if line.startswith("| a |"))
     line_b = next(line for line in summary.splitlines() if line.startswith("| b |"))
@@ -78,11 +80,27 @@ def test_the_command_counts_flips_against_the_committed_verdicts(tmp_path, monke
     import paperflows.robustness
     from paperflows.cli import app
 
-    record = {"offset": 100, "papers": {"p": {"a": {"verdict": "inconclusive", "role": "claim"},
-                                              "b": {"verdict": "reproduced", "role": "claim"},
-                                              "s": {"verdict": "not reproduced", "role": "sanity"}}}}
+    record = {"offset": 100, "papers": {"p": {"fingerprint": "f1", "claims": {
+        "a": {"verdict": "inconclusive", "role": "claim"},
+        "b": {"verdict": "reproduced", "role": "claim"},
+        "s": {"verdict": "not reproduced", "role": "sanity"}}}}}
     _write_results(tmp_path / "results", {"a": "reproduced", "b": "reproduced", "s": "reproduced"})
     monkeypatch.setattr(paperflows.robustness, "robustness", lambda *args, **kwargs: record)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["robustness", "p"])
     assert result.exit_code == 0 and "2 verdicts flip at seed offset 100" in result.output
+
+
+def test_a_record_from_other_kernels_or_rules_is_stale_not_a_flip(tmp_path):
+    """A robustness record without the committed results' fingerprint digest (older layout, or other kernels)
+    would compare two setups: the paper reads stale, and no claim is marked as flipping."""
+    results = tmp_path / "results"
+    _write_results(results, {"a": "reproduced", "b": "reproduced", "s": "reproduced"})
+    old_layout = {"offset": 100, "papers": {"p": {"a": {"verdict": "inconclusive", "role": "claim"}}}}
+    other_kernels = {"offset": 100, "papers": {"p": {"fingerprint": "f2", "claims": {
+        "a": {"verdict": "inconclusive", "role": "claim"}}}}}
+    for record in (old_layout, other_kernels):
+        assert "| `p` | stale | | |" in robustness_markdown(record, results, ["p"])
+        (results / "robustness.json").write_text(json.dumps(record))
+        assert "flips" not in next(line for line in summary_markdown(results, ["p"]).splitlines()
+                                   if line.startswith("| a |"))

@@ -1,0 +1,67 @@
+"""Pinned numeric kernels (issue #20): importing paperflows sets them before NumPy loads, the fingerprint under
+them equals the committed reference, and one variable unpins."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from paperflows.settings import PINNED, UNPIN_VARIABLE
+
+REFERENCE = ROOT / "results" / "FINGERPRINT.txt"
+
+
+def python(code: str, **env_changes: str | None) -> str:
+    """Run ``code`` in a fresh interpreter whose environment has none of the pinned variables, plus ``env_changes``."""
+    env = {k: v for k, v in os.environ.items() if k not in PINNED and k != UNPIN_VARIABLE}
+    env.update({k: v for k, v in env_changes.items() if v is not None})
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_importing_paperflows_pins_the_kernels_before_numpy_loads():
+    code = ("import sys, os, json; import paperflows; loaded = 'numpy' in sys.modules; import numpy, torch; "
+            "from threadpoolctl import threadpool_info; "
+            "print(json.dumps({'loaded_before': loaded, 'env': {k: os.environ.get(k) for k in %r}, "
+            "'torch': torch.backends.cpu.get_cpu_capability(), "
+            "'openblas': [i.get('architecture') for i in threadpool_info() if i['internal_api'] == 'openblas']}))"
+            % list(PINNED))
+    seen = json.loads(python(code))
+    assert seen["loaded_before"] is False  # the package pins before anything numeric is imported
+    assert seen["env"] == PINNED
+    assert seen["torch"] == "AVX2"
+    assert seen["openblas"] and all(arch == "Haswell" for arch in seen["openblas"])
+
+
+def test_one_variable_unpins_and_a_late_import_warns():
+    code = "import os, paperflows; print(os.environ.get('ATEN_CPU_CAPABILITY'))"
+    assert python(code, **{UNPIN_VARIABLE: "1"}).strip() == "None"
+    late = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", "import numpy, paperflows"], cwd=ROOT,
+                          env={k: v for k, v in os.environ.items() if k not in PINNED and k != UNPIN_VARIABLE},
+                          capture_output=True, text=True, timeout=300)
+    assert late.returncode != 0 and "imported first" in late.stderr
+
+
+@pytest.mark.skipif(not os.uname().machine == "x86_64", reason="the reference fingerprint is of x86-64 kernels")
+def test_the_pinned_fingerprint_equals_the_committed_reference():
+    """Every numeric primitive computes the committed bits under the pinned kernels (the machine that wrote the
+    results and a second one with another CPU, an AMD EPYC Zen 4, printed the same 32 lines)."""
+    out = subprocess.run([sys.executable, "-m", "paperflows", "fingerprint", "--check", str(REFERENCE)], cwd=ROOT,
+                         env={k: v for k, v in os.environ.items() if k not in PINNED}, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "same bits" in out.stdout
+
+
+def test_every_committed_result_carries_the_reference_digest(monkeypatch):
+    from tasks import fingerprint
+
+    monkeypatch.setattr(fingerprint, "fingerprint", lambda: fingerprint.parse_fingerprint(REFERENCE.read_text()))
+    digest = fingerprint.fingerprint_digest()  # the reference's digest, whatever this process computes
+    for path in sorted((ROOT / "results").glob("*/metrics.json")):
+        assert json.loads(path.read_text())["fingerprint"] == digest, f"{path.parent.name} ran under other kernels"
