@@ -12,9 +12,11 @@ The rules, in the order they apply (each shown able to flip a verdict in ``tests
    times measures a failure, not a speed-up: inconclusive, unless the claim is about failure.
 4. **Every instance.** A claim that holds on every instance (``every_instance``) reads not reproduced as soon
    as one seed is a counterexample, whatever the aggregate says.
-5. **Negative control, strictly failing.** The control is judged by the same rules and must fail strictly: its
-   value and whole interval strictly on the failing side. A control that passes, or whose interval touches or
-   straddles the threshold, leaves the check without power: inconclusive (no power), whatever the method scored.
+5. **Negative control: it fails strictly, or the claim separates from it.** The control is judged by the same
+   rules and must fail strictly (value and whole interval strictly on the failing side), or the claim's value and
+   interval must lie strictly beyond the control's whole interval, on the claim's side (separation: the only way an
+   A/A control, which sits on the threshold by design, can give power). Otherwise the check has no power:
+   inconclusive (no power), whatever the method scored.
 6. **Working-method gate.** A claim that ``requires`` sanity checks (the method or baseline learned its task) is
    inconclusive (implementation) unless each of them is reproduced.
 7. **Per-setting signs.** A claim on a mean over datasets or settings records each one's side; reversals
@@ -45,7 +47,8 @@ SEEDS_REASON = "the paper's default seed count in params.yaml (fixed before the 
 
 
 class ControlResult(BaseModel):
-    """``verdict``: the control judged as a claim; ``failed``: strictly on the failing side (what gives power)."""
+    """``verdict``: the control judged as a claim; ``failed``: strictly on the failing side; ``separated``: the
+    claim lies strictly beyond the control's whole interval. Either gives the check its power."""
 
     name: str
     observed: float
@@ -53,6 +56,11 @@ class ControlResult(BaseModel):
     ci_high: float | None = None
     verdict: Verdict
     failed: bool
+    separated: bool
+
+    @property
+    def gives_power(self) -> bool:
+        return self.failed or self.separated
 
 
 class ClaimResult(BaseModel):
@@ -178,15 +186,27 @@ def _per_seed_rule(claim: Claim, result: Verdict, per_seed: list[float], reasons
     return result, None
 
 
-def _control_result(claim: Claim, metrics: dict[str, Any]) -> ControlResult:
-    """Rule 5: the control fails only strictly (a point value strictly on the failing side of the threshold)."""
+def separated(comparison: str, claim_points: Sequence[float], control_points: Sequence[float]) -> bool:
+    """The claim's value and interval lie strictly beyond the control's, on the claim's side (NaN: not separated)."""
+    points = [*claim_points, *control_points]
+    if any(math.isnan(p) for p in points):
+        return False
+    if comparison in (">=", ">"):
+        return min(claim_points) > max(control_points)
+    return max(claim_points) < min(control_points)
+
+
+def _control_result(claim: Claim, metrics: dict[str, Any], claim_points: Sequence[float]) -> ControlResult:
+    """Rule 5: the control fails only strictly (a point value strictly on the failing side of the threshold), or
+    the claim (``claim_points``: its value and interval) separates from it."""
     control = claim.control
     observed = metric_value(metrics, control.metric)
     interval = _interval(metrics, control.interval)
     judged = interval_verdict(claim.comparison, claim.threshold, observed, interval)
     failed = judged == "not reproduced" and (interval is not None or _side(claim.comparison, claim.threshold,
                                                                            observed) == -1)
-    return ControlResult(name=control.name, observed=observed, verdict=judged, failed=failed,
+    apart = separated(claim.comparison, claim_points, [observed] if interval is None else [observed, *interval])
+    return ControlResult(name=control.name, observed=observed, verdict=judged, failed=failed, separated=apart,
                          ci_low=None if interval is None else interval[0],
                          ci_high=None if interval is None else interval[1])
 
@@ -214,11 +234,12 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
 
     control = None
     if claim.control is not None:
-        control = _control_result(claim, metrics)
-        if not control.failed and result != "inconclusive":
+        control = _control_result(claim, metrics, [observed] if ci is None else [observed, *ci])
+        if not control.gives_power and result != "inconclusive":
             result = "inconclusive"
             reasons.append(f"no power: the control ({claim.control.name}) "
-                           + ("passes too" if control.verdict == "reproduced" else "does not fail strictly"))
+                           + ("passes too" if control.verdict == "reproduced"
+                              else "neither fails strictly nor separates from the claim"))
 
     unhealthy = [s for s in claim.requires if (sanity or {}).get(s) != "reproduced"]
     if unhealthy and result != "inconclusive":

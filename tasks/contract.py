@@ -45,6 +45,9 @@ class Control(BaseModel):
     name: str
     metric: str
     interval: tuple[str, str] | None = None
+    knob_at_null: str | None = None
+    """The simulator parameter of ours that this control holds at its null (0, off), when the claim's effect is
+    one that parameter could set (``Claim.knob``)."""
 
 
 class Claim(BaseModel):
@@ -66,6 +69,9 @@ class Claim(BaseModel):
     that fails it is a counterexample and the verdict is not reproduced.
     ``requires`` names the paper's sanity checks that show the method (or the baseline it is compared with)
     learned its task; unless each is reproduced, the claim is inconclusive (implementation).
+    ``knob`` names a parameter of our own simulator that could set the claimed effect by itself (a planted
+    context effect, a trait-following rate). Such a claim needs a control with that knob at its null
+    (``Control(knob_at_null=knob)``): an effect only the knob can produce is a sanity check of our pipeline.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -89,6 +95,7 @@ class Claim(BaseModel):
     scaled: str | None = None
     every_instance: bool = False
     requires: tuple[str, ...] = ()
+    knob: str | None = None
 
     @model_validator(mode="after")
     def _rules(self) -> "Claim":
@@ -102,6 +109,9 @@ class Claim(BaseModel):
             return self
         if (self.control is None) == (self.control_reason is None):
             raise ValueError(f"{self.id}: a claim needs exactly one of control and control_reason")
+        if self.knob is not None and (self.control is None or self.control.knob_at_null != self.knob):
+            raise ValueError(f"{self.id}: an effect the simulator knob '{self.knob}' could set needs a control with "
+                             f"that knob at its null (Control(knob_at_null='{self.knob}')), or role='sanity'")
         if self.interval is None and self.per_seed is None and self.no_interval_reason is None:
             raise ValueError(f"{self.id}: a claim without an interval needs per_seed (>= 3 agreeing seeds) "
                              "or no_interval_reason")

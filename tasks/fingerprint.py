@@ -111,14 +111,17 @@ def _torch_primitives(a: np.ndarray, b: np.ndarray, spd: np.ndarray) -> dict[str
 @functools.cache
 def fingerprint() -> dict[str, str]:
     """{primitive: md5 prefix}, each computed on one BLAS/OpenMP and one torch thread (shape of the values:
-    whatever each primitive returns; only its bytes count)."""
+    whatever each primitive returns; only its bytes count). The two training loops seed torch's global RNG, so
+    the whole computation holds the global-RNG lock and restores its state (:mod:`tasks.seeding`)."""
     import torch
     from threadpoolctl import threadpool_limits
+
+    from tasks.seeding import global_rngs_isolated
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with threadpool_limits(limits=1):
+        with threadpool_limits(limits=1), global_rngs_isolated():
             numpy_primitives, a, b, spd = _numpy_primitives()
             primitives = {**numpy_primitives, **_torch_primitives(a, b, spd)}
             return {name: digest_of(compute()) for name, compute in primitives.items()}

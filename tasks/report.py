@@ -59,8 +59,10 @@ def control_text(result: ClaimResult | dict[str, Any]) -> str:
         value += f" [{fmt(control['ci_low'])}, {fmt(control['ci_high'])}]"
     if control["failed"]:
         outcome = "fails strictly, as it should"
+    elif control.get("separated"):
+        outcome = "the claim lies strictly beyond it"
     else:
-        outcome = "passes too" if control["verdict"] == "reproduced" else "does not fail strictly: no power"
+        outcome = "passes too" if control["verdict"] == "reproduced" else "neither fails strictly nor separates: no power"
     return f"{control['name']}: {value} ({outcome})"
 
 
@@ -161,7 +163,8 @@ def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, outp
         "fingerprint": fingerprint_digest(),
         "metrics": output.metrics,
         "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced"),
-                          "text": declared[r.id].text, "scaled": declared[r.id].scaled} for r in results},
+                          "text": declared[r.id].text, "scaled": declared[r.id].scaled,
+                          "knob": declared[r.id].knob} for r in results},
         "verdicts": count_verdicts(results, "claim"),
         "sanity": count_verdicts(results, "sanity"),
     }

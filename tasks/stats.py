@@ -56,7 +56,7 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     x = _sample(values, "t_interval")
     if x.size < 2:
         return NAN_INTERVAL
-    mean, half = float(x.mean()), _t_quantile(x.size, confidence) * float(x.std(ddof=1)) / np.sqrt(x.size)
+    mean, half = float(x.mean()), _t_quantile(x.size, confidence) * float(x.std(ddof=1)) / float(np.sqrt(x.size))
     return mean - half, mean + half
 
 
@@ -73,7 +73,7 @@ def jackknife_t_interval(statistic: Callable[..., float], samples: Sequence[np.n
         return NAN_INTERVAL
     se = float(np.sqrt((n - 1) / n * np.sum((leave_one_out - leave_one_out.mean()) ** 2)))
     half = _t_quantile(n, confidence) * se
-    return estimate - half, estimate + half
+    return float(estimate - half), float(estimate + half)
 
 
 def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:

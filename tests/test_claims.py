@@ -69,7 +69,7 @@ def effect(**rules):
 def test_a_control_that_passes_too_turns_a_pass_into_no_power():
     weak = Control(name="random policy", metric="random.mean", interval=("random.ci_low", "random.ci_high"))
     result = check_claim(effect(control=weak, control_reason=None), METRICS, 3)
-    assert result.verdict == "inconclusive" and "does not fail strictly" in result.reason  # straddles 0: no power
+    assert result.verdict == "inconclusive" and "neither fails strictly" in result.reason  # straddles 0: no power
     assert result.control.failed is False and result.control.verdict == "inconclusive"
     failing = Control(name="permuted labels", metric="below.mean", interval=("below.ci_low", "below.ci_high"))
     result = check_claim(effect(control=failing, control_reason=None), METRICS, 3)
@@ -79,13 +79,42 @@ def test_a_control_that_passes_too_turns_a_pass_into_no_power():
     assert result.verdict == "inconclusive" and "passes too" in result.reason and result.control.failed is False
 
 
-def test_a_point_control_must_fail_strictly():
-    """A control at the threshold itself ("> 0" with a control of exactly 0) has not failed strictly."""
+def test_an_aa_control_on_the_threshold_gives_power_only_when_the_claim_separates_from_it():
+    """An A/A control (the baseline against itself) sits on the threshold by design and can never fail strictly;
+    the claim has power when its whole interval lies beyond the control's."""
+    aa = Control(name="baseline against itself", metric="aa.mean", interval=("aa.ci_low", "aa.ci_high"))
+    tight = {**METRICS, "aa": {"mean": 0.0, "ci_low": -0.05, "ci_high": 0.05}}
+    result = check_claim(effect(control=aa, control_reason=None), tight, 3)
+    assert result.verdict == "reproduced" and result.control.separated and not result.control.failed
+    overlapping = {**METRICS, "aa": {"mean": 0.0, "ci_low": -0.2, "ci_high": 0.2}}  # reaches into [0.1, 0.5]
+    result = check_claim(effect(control=aa, control_reason=None), overlapping, 3)
+    assert result.verdict == "inconclusive" and not result.control.separated
+
+
+def test_an_effect_a_simulator_knob_could_set_needs_the_knob_off_control():
+    """The knob-off rule: a claim whose effect our simulator's parameter could set must declare a control with that
+    parameter at its null; without one it is rejected at declaration (or it is a sanity check)."""
+    with pytest.raises(ValueError, match="knob 'context_effect'"):
+        effect(knob="context_effect")
+    off = Control(name="context effect 0", metric="random.mean", interval=("random.ci_low", "random.ci_high"),
+                  knob_at_null="context_effect")
+    knob_off = effect(knob="context_effect", control=off, control_reason=None)
+    assert check_claim(knob_off, METRICS, 3).verdict == "inconclusive"  # the knob-off control is not beaten clearly
+    below = Control(name="context effect 0", metric="below.mean", interval=("below.ci_low", "below.ci_high"),
+                    knob_at_null="context_effect")
+    assert check_claim(effect(knob="context_effect", control=below, control_reason=None), METRICS, 3).verdict == "reproduced"
+    assert Claim(**{**effect().model_dump(), "role": "sanity", "control_reason": None, "knob": "context_effect"})
+
+
+def test_a_point_control_on_the_threshold_has_not_failed_but_a_clear_claim_separates_from_it():
+    """A control of exactly 0 against "> 0" has not failed strictly; a claim whose whole interval lies above it
+    separates from it; a point control that passes leaves no power."""
     on_threshold = Control(name="no-op", metric="zero")
     result = check_claim(effect(control=on_threshold, control_reason=None), {**METRICS, "zero": 0.0}, 3)
-    assert result.verdict == "inconclusive" and result.control.failed is False
-    below = Control(name="no-op", metric="negative")
-    assert check_claim(effect(control=below, control_reason=None), {**METRICS, "negative": -0.1}, 3).verdict == "reproduced"
+    assert result.verdict == "reproduced" and not result.control.failed and result.control.separated
+    passing = Control(name="no-op", metric="inside")
+    result = check_claim(effect(control=passing, control_reason=None), {**METRICS, "inside": 0.3}, 3)
+    assert result.verdict == "inconclusive" and "passes too" in result.reason
 
 
 def test_one_counterexample_refutes_a_claim_about_every_instance():

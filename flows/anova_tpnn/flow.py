@@ -230,10 +230,10 @@ def aggregate(params: Params, ctx: RunContext, results: list[dict]) -> tuple[dic
         syn = runs[runs["dataset"] == "synthetic"].pivot(index="seed", columns="model", values="recovery_error")
         for other in [m for m in neural if m != "tpnn" and m in syn]:
             metrics["recovery"][f"diff_vs_{other}"] = stats.paired_difference(syn["tpnn"].to_numpy(),
-                                                                             syn[other].to_numpy(), seed=ctx.seeds[0])
+                                                                             syn[other].to_numpy())
         if "tpnn_noconstraint" in syn and "na2m" in syn:
             metrics["recovery"]["control_noconstraint_vs_na2m"] = stats.paired_difference(
-                syn["tpnn_noconstraint"].to_numpy(), syn["na2m"].to_numpy(), seed=ctx.seeds[0])
+                syn["tpnn_noconstraint"].to_numpy(), syn["na2m"].to_numpy())
         metrics["recovery"]["by_model"] = {m: float(syn[m].mean()) for m in syn.columns if syn[m].notna().any()}
     else:
         nan = {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
