@@ -3,6 +3,7 @@ brute-force circular convolution, hand-computed losses). The smoke run, determin
 test_papers.py."""
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -171,3 +172,20 @@ def test_run_config_certificate_is_sound_and_learns():
     assert all(out["cert"][r] <= out["pgd"][r] + 1e-12 for r in p.radii_255)
     assert out["cert"][0] == pytest.approx(out["clean_acc"])
     assert out["orthogonality"]["core_error"] < 1e-4
+
+
+def test_step_timing_interleaves_every_layer_and_ignores_waiting(monkeypatch):
+    """The step clock is the thread's CPU time: a 50 ms wait inside every step (as another process's load
+    would add) must not show up, while each layer still gets one positive time per repeat."""
+    p = params_for("bronet_lipschitz", channels=[4], timing_repeats=3, timing_steps=2)
+    loss = F.cross_entropy
+
+    def waiting_loss(*args, **kwargs):
+        time.sleep(0.05)
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr(method.F, "cross_entropy", waiting_loss)
+    times = method.time_steps(p, seed=0)
+    assert set(times) == {"bro", "cayley", "soc", "soc_twin"}
+    assert all(len(v) == 3 and min(v) > 0 for v in times.values())
+    assert max(max(v) for v in times.values()) < 0.05

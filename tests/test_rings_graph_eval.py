@@ -226,3 +226,13 @@ def test_gin_learns_the_structure_bit_that_deepsets_cannot_see():
     acc = M.train_and_score(gs, tr, te, p, seed=0)
     blind = M.train_and_score(M.perturb(gs, "empty_graph", np.random.default_rng(0)), tr, te, p, seed=0)
     assert acc > 0.8 and blind < 0.7
+
+
+def test_checks_that_hold_by_construction_are_sanity_checks():
+    """The designed data sets each answer (the label's mode, the features' alignment), with strengths set after a
+    pilot: counted as a claim, it could not have failed."""
+    from flows.rings_graph_eval.flow import PAPER
+    roles = {c.id: c.role for c in PAPER.claims}
+    designed = ("separability_finds_the_designed_mode", "complementarity_tracks_alignment",
+                "shuffling_raises_complementarity")
+    assert all(roles[cid] == "sanity" for cid in designed)

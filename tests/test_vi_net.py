@@ -122,3 +122,11 @@ def test_folded_inference_matches_scikit_learn_and_parameter_count(smoke_seed):
     assert net.n_parameters() == by_hand
     row = next(r for r in out["rows"] if r["method"] == "vinet")
     assert row["parameters"] == by_hand and row["generators"] == net.n_generators
+
+
+def test_checks_that_hold_by_construction_are_sanity_checks():
+    """The parameter ratio is fixed by the truncation point and the PCA size: counted as a claim, it could not have
+    failed."""
+    from flows.vi_net.flow import PAPER
+    roles = {c.id: c.role for c in PAPER.claims}
+    assert all(roles[cid] == "sanity" for cid in ("fewer_parameters_than_full",))

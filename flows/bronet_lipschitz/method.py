@@ -473,9 +473,12 @@ def run_config(p: Params, seed: int, config: str) -> dict:
 
 def time_steps(p: Params, seed: int) -> dict[str, list[float]]:
     """Seconds per training step (forward, backward, SGD step; one batch of ``p.batch_size``, CE loss) of
-    the same network with BRO, Cayley and SOC layers, in ``p.timing_repeats`` repeats whose layer order
-    is shuffled (a seeded permutation) so that drift and cache effects do not favour one layer. SOC is
-    timed twice per repeat (``soc_twin``) for the A/A control. Run alone, single-threaded."""
+    the same network with BRO, Cayley and SOC layers, in ``p.timing_repeats`` repeats of ``p.timing_steps``
+    rounds; each round runs one step of every layer in a seeded random order, so the layers are interleaved
+    step by step and load drift reaches them alike. SOC is timed twice per round (``soc_twin``) for the A/A
+    control. The clock is the calling thread's CPU time: with one intra-op thread the whole step runs in this
+    thread, and CPU time does not count the waits that other processes' load adds to wall time (the
+    wall-clock ratio flipped with the machine's load). Run alone, single-threaded."""
     names = ["bro", "cayley", "soc", "soc_twin"]
     rng = np.random.default_rng(seed)
     with torch_single_thread():
@@ -483,21 +486,26 @@ def time_steps(p: Params, seed: int) -> dict[str, list[float]]:
         models = {name: build_model(name.split("_")[0], p, seed) for name in names}
         optimisers = {name: torch.optim.SGD(m.parameters(), lr=1e-3, momentum=p.momentum) for name, m in models.items()}
         x, y = split.x_train[: p.batch_size], split.y_train[: p.batch_size]
-
-        def steps(name: str, count: int) -> float:
-            model, optimiser = models[name], optimisers[name]
+        for model in models.values():
             model.train()
-            started = time.perf_counter()
-            for _ in range(count):
-                optimiser.zero_grad()
-                F.cross_entropy(model(x), y).backward()
-                optimiser.step()
-            return (time.perf_counter() - started) / count
+
+        def step(name: str) -> float:
+            model, optimiser = models[name], optimisers[name]
+            started = time.thread_time()
+            optimiser.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimiser.step()
+            return time.thread_time() - started
 
         for name in names:  # warm-up: first calls allocate and dispatch-cache
-            steps(name, 2)
+            step(name)
+            step(name)
         times: dict[str, list[float]] = {name: [] for name in names}
         for _ in range(p.timing_repeats):
-            for j in rng.permutation(len(names)):
-                times[names[j]].append(steps(names[j], p.timing_steps))
+            spent = dict.fromkeys(names, 0.0)
+            for _ in range(p.timing_steps):
+                for j in rng.permutation(len(names)):
+                    spent[names[j]] += step(names[j])
+            for name in names:
+                times[name].append(spent[name] / p.timing_steps)
     return times

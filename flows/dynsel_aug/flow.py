@@ -74,14 +74,16 @@ PAPER = Paper(
             f"accuracy(full data) > 0 pp, {BUDGET}",
             "diff.noisy.method_minus_full", "diff.noisy.augment_only_minus_full",
             "augmentation only (the method's selection replaced by random) minus full data, 20% noise"),
+        # By construction: the consistency score compares each row's label with a projection aligned on clean
+        # reference labels that no baseline gets, so a flipped label scores low; and random selection's share is
+        # ~1 by definition (a trivial control). A fair test would give the baselines the same clean split; not run.
         Claim(id="suppresses_noisy_samples",
               text=("suppressing the inclusion of noisy or ambiguous data: with 20% symmetric label noise, the share "
                     "of flipped labels among the rows the method trains on, divided by the pool's noise rate "
-                    "(averaged over epochs), < 1"),
+                    "(averaged over epochs), < 1 (sanity: the method alone re-aligns on clean reference labels, so "
+                    "it holds by construction of our stand-in)"),
               source="abstract", metric="noisy_share.method.mean", comparison="<", threshold=1.0,
-              kind="direction", role="claim", interval=ci("noisy_share.method"),
-              control=Control(name="random dynamic selection's share of flipped labels / noise rate",
-                              metric="noisy_share.random.mean", interval=ci("noisy_share.random"))),
+              kind="direction", role="sanity", interval=ci("noisy_share.method")),
         Claim(id="equal_budget",
               text=("equal compute: every selection method's training passes (samples_seen) are within 1% of "
                     "fraction x full data's (max |ratio - 0.5| < 0.01)"),
@@ -99,7 +101,9 @@ PAPER = Paper(
         "the fixed per-epoch scoring, so only the counted budget (training passes) and accuracy are compared. The "
         "paper's multimodal consistency uses CLIP; here the image encoder is the CNN being trained and the text "
         "side is MiniLM prompts linked by a projection aligned on a clean 10% reference split (labels the baselines "
-        "do not get; the split is small and the projection is the only thing trained on it). The paper's exact "
+        "do not get; the split is small and the projection is the only thing trained on it); for that reason the "
+        "noisy-sample suppression is a sanity check, not a counted claim (the baselines were not given the clean "
+        "split, and random selection's share of flipped labels is ~1 by definition). The paper's exact "
         "joint-distribution estimator, selection rule and augmentation policy could not be read (no official code "
         "or full text found); the product of min-max-normalised density and |cosine| follows an unofficial "
         "reimplementation, the class-wise sampling proportional to it follows the plan. InfoBatch runs without its "

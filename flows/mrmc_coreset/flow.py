@@ -66,17 +66,18 @@ PAPER = Paper(
         _preserves(0.1),
         _preserves(0.3),
         _preserves(0.5),
+        # Measured interleaved and repeated in one process, but the ratio is set by the epoch counts we chose
+        # (E_early proxy epochs against the full trajectory, about E_early / E_full): it holds by arithmetic, so it
+        # checks our timing, not the paper's cost claim.
         Claim(id="mrmc_scoring_cheaper_than_forgetting",
               text=("MRMC ... with minimal cost; a straightforward method identifying valuable samples early in the "
                     "training process (TL;DR): wall time of MRMC's selection (E_early proxy epochs + scoring) / wall "
                     "time of Forgetting's selection (the full proxy trajectory + event counts) <= 1, one thread, "
-                    "interleaved repeats"),
+                    "interleaved repeats (sanity: by arithmetic, the ratio follows from E_early / E_full, which we "
+                    "set)"),
               source="abstract and OpenReview TL;DR; plan claim 3 (direction, cost)",
               metric="timings.scoring.mrmc_over_forgetting.ratio", comparison="<=", threshold=1.0, kind="direction",
-              role="claim", interval=ci("timings.scoring.mrmc_over_forgetting"),
-              # A/A: Forgetting timed against itself; a 'speed-up' there would be measurement drift
-              control=Control(name="Forgetting / Forgetting (A/A: a second, interleaved timing of the same scorer)",
-                              metric="timings.scoring.aa_control.ratio", interval=ci("timings.scoring.aa_control"))),
+              role="sanity", interval=ci("timings.scoring.mrmc_over_forgetting")),
         Claim(id="equal_samples_seen",
               text=("equal size = equal budget: every core-set of a ratio has exactly k rows and its final model sees "
                     "exactly the same number of samples (max over pools, ratios and seeds of the spread of "
@@ -100,8 +101,9 @@ PAPER = Paper(
         "EL2N uses one proxy run (Paul et al. average ten); Forgetting counts events between epochs, not between "
         "mini-batch presentations. GraNd from the plan is not run; K-center greedy and high-loss top-k are reported, "
         "outside the claims (added after the first default run). The "
-        "cost claim follows from the epoch counts (E_early vs the full trajectory, fixed before the run); its "
-        "timing is measured on a shared 2-core machine."
+        "cost check follows from the epoch counts (E_early vs the full trajectory, fixed before the run), so it is a "
+        "sanity check, not a counted claim; its timing (interleaved repeats in one process, with a Forgetting / "
+        "Forgetting A/A ratio reported beside it) is measured on a shared 2-core machine."
     ),
 )
 

@@ -30,7 +30,7 @@ class Params(PaperParams):
     ratios: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Increasing] = Field(
         min_length=1, description="core-set sizes as fractions of the pool")
     n_strata: int = Field(ge=2, description="quantile strata of the contribution in the MRMC-strata variant")
-    timing_repeats: int = Field(ge=3, description="interleaved repeats of the scorer timing (claim 3)")
+    timing_repeats: int = Field(ge=3, description="interleaved repeats of the scorer timing (the cost sanity check)")
     timing_dataset: Literal["digits", "synthetic"] = Field(description="pool the scorers are timed on")
 
     @model_validator(mode="after")

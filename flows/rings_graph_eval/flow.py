@@ -15,11 +15,15 @@ from threadpoolctl import threadpool_limits
 from flows.rings_graph_eval import method
 from flows.rings_graph_eval.params import SMOKE, Params
 from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
+from tasks.contract import Claim, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
 from tasks.paper import over_seeds, paper_flow, run_mapped, run_task
 
-PERMUTED = "the same graphs with their labels permuted (no mode carries the label)"
+# Every check below runs on data we designed so that its answer is known (the label lives in a chosen mode; the
+# features are the graph's own spectral coordinates plus noise we set), with strengths set after a pilot: each
+# holds by construction once the code is right, so each is a sanity check of our implementation, never a
+# reproduced claim of the paper (whose verdicts are about TU/OGB benchmarks, not run here).
+BY_DESIGN = " (sanity: the answer is set by our data design, so this checks our implementation, not the paper)"
 
 PAPER = Paper(
     slug="rings_graph_eval",
@@ -36,12 +40,10 @@ PAPER = Paper(
                     "the KS permutation test (Bonferroni over all pairs of modes, alpha = 0.01) separates the original "
                     "from the ablation of that mode and not from the ablation of the other mode -- at least 7 of the 8 "
                     "designed expectations hold (atlas and SBM structure-only: original vs EmptyGraph separable, vs "
-                    "RandomFeatures not; SBM feature-only: the mirror image; SBM XOR of both: both separable)"),
+                    "RandomFeatures not; SBM feature-only: the mirror image; SBM XOR of both: both separable)" + BY_DESIGN),
               source="abstract; plan claim 1 (direction)", metric="separability.expectations_met.mean",
-              comparison=">=", threshold=7.0, kind="direction", role="claim",
+              comparison=">=", threshold=7.0, kind="direction", role="sanity",
               per_seed="separability.expectations_met.per_seed",
-              control=Control(name=f"expectations met on {PERMUTED}",
-                              metric="separability.control_expectations_met.mean"),
               scaled=("5-fold x 2 repeats = 10 accuracies per mode instead of the plan's 6: with 6 modes (15 pairs) "
                       "and 6 samples the smallest attainable Bonferroni-adjusted permutation p-value is "
                       "15 x 2/924 = 0.032 > 0.01, so nothing could be separable; 2,000 permutations instead of "
@@ -49,22 +51,16 @@ PAPER = Paper(
         Claim(id="complementarity_tracks_alignment",
               text=("mode complementarity: how much do the feature metric and the structure metric differ -- on graphs "
                     "whose features are spectral coordinates plus noise, the mean complementarity rises monotonically "
-                    "with the noise level: Spearman rho(noise level, mean score over graphs) >= 0.9"),
+                    "with the noise level: Spearman rho(noise level, mean score over graphs) >= 0.9" + BY_DESIGN),
               source="abstract; plan claim 2 (direction)", metric="complementarity.spearman.mean",
-              comparison=">=", threshold=0.9, kind="direction", role="claim",
-              interval=ci("complementarity.spearman"),
-              control=Control(name="features that ignore the structure (pure noise, fresh at every level)",
-                              metric="complementarity.control_spearman.mean",
-                              interval=ci("complementarity.control_spearman"))),
+              comparison=">=", threshold=0.9, kind="direction", role="sanity",
+              interval=ci("complementarity.spearman")),
         Claim(id="shuffling_raises_complementarity",
               text=("Lower score = features and structure more aligned: shuffling the (lowest-noise) spectral features "
-                    "among a graph's nodes raises its complementarity on >= 90% of graphs"),
+                    "among a graph's nodes raises its complementarity on >= 90% of graphs" + BY_DESIGN),
               source="plan claim 2 (direction)", metric="complementarity.shuffled_higher.mean",
-              comparison=">=", threshold=0.9, kind="direction", role="claim",
-              interval=ci("complementarity.shuffled_higher"),
-              control=Control(name="the same shuffle of features that ignore the structure (pure noise)",
-                              metric="complementarity.control_shuffled_higher.mean",
-                              interval=ci("complementarity.control_shuffled_higher"))),
+              comparison=">=", threshold=0.9, kind="direction", role="sanity",
+              interval=ci("complementarity.shuffled_higher")),
         Claim(id="official_examples_reproduced",
               text=("our comparator and functor return what the official code returns on its documented examples "
                     "(matrix-norm comparator, L11 and Frobenius; the path-graph functor example, aligned and "
@@ -86,6 +82,9 @@ PAPER = Paper(
         "DeepSets/MLP reference), 10 accuracies per mode and 2,000 permutations. The RDKit molecule set of the plan is "
         "not built (time). The synthetic sets' strengths (block densities, feature shift) were set after a pilot of "
         "the GIN's accuracy on the original data (learnability of the XOR set), before any separability test ran. "
+        "Because the answers are designed in, the three checks of the framework are sanity checks, not claims: this "
+        "reproduction counts no claim of the paper. The negative controls (permuted labels, pure-noise features) are "
+        "still run and reported in the notes. "
         "RandomFeatures is the official default (fresh N(0, 1), shuffle=False): the shuffle variant permutes features "
         "within a graph and so cannot remove a graph-level feature signal from a sum readout. Complementarity uses "
         "shortest-path distances (official example metric) on connected graphs; the real graphs are descriptive only."

@@ -46,16 +46,15 @@ PAPER = Paper(
               control=Control(name="truncated CNN + PCA-k + linear head (no polynomial layer) - full CNN",
                               metric="acc_diff.pca_linear_minus_full.mean",
                               interval=ci("acc_diff.pca_linear_minus_full"))),
+        # By construction: VI-Net drops the CNN's later blocks (which hold most of its weights) and adds a PCA-k
+        # polynomial layer whose size we fix, so the ratio is set by where we truncate, not measured.
         Claim(id="fewer_parameters_than_full",
               text=("... and utilizing fewer parameters: mean parameters(VI-Net: truncated convs + PCA + scaling + "
-                    f"VCA coefficients + head) / parameters(full CNN) < 1 {WHERE}"),
+                    f"VCA coefficients + head) / parameters(full CNN) < 1 {WHERE} (sanity: it follows from the "
+                    "truncation point and k, which we choose)"),
               source="abstract; plan claim 2 (direction)", metric="params.vinet_over_full.ratio",
-              comparison="<", threshold=1.0, kind="direction", role="claim",
-              interval=ci("params.vinet_over_full"), scaled=SCALED,
-              control=Control(name="an explicit degree-<=max_degree polynomial layer on the whole truncated latent "
-                                   "(no PCA, no vanishing ideal) / full CNN",
-                              metric="params.latent_monomials_over_full.ratio",
-                              interval=ci("params.latent_monomials_over_full"))),
+              comparison="<", threshold=1.0, kind="direction", role="sanity",
+              interval=ci("params.vinet_over_full"), scaled=SCALED),
         Claim(id="higher_throughput_than_full",
               text=("... achieving higher throughput: mean images/s (CPU, one thread, batch 256, median of the "
                     f"run's repetitions) of VI-Net / of the full CNN > 1 {WHERE}"),
@@ -93,7 +92,8 @@ PAPER = Paper(
         "is CPU, one thread, NumPy float64 for the polynomial layer against torch float32 for the CNN; on a GPU and "
         "with deep ResNets the balance differs. The spectral-complexity generalisation bound is not tested. The "
         "official code was not available to the search tool, so every detail (RMS criterion, [-1, 1] scaling, "
-        "|g| features) follows the plan and Livni et al."
+        "|g| features) follows the plan and Livni et al. The parameter count is a sanity check, not a counted claim: "
+        "with the later blocks cut off, the ratio is fixed by our truncation point and PCA size."
     ),
 )
 
