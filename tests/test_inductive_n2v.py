@@ -176,3 +176,15 @@ def test_split_and_subgraph():
     ref = graph.to_networkx().subgraph(old.tolist())
     got = {tuple(sorted((old[a], old[b]))) for a, b in sub.edge_index.T}
     assert got == {tuple(sorted(e)) for e in ref.edges}
+
+
+def test_share_claim_reversals_are_the_cells_without_a_positive_gain():
+    """The share claim's per-cell list is on its own 0/1 scale: a cell gaining 0.3 points is no reversal."""
+    from flows.inductive_n2v.flow import PAPER
+    from tasks.claims import check_claim
+
+    claim = next(c for c in PAPER.claims if c.id == "gain_positive_in_most_cells")
+    gains = {"a@0.1": 0.3, "b@0.1": 2.0, "a@0.8": -0.4}
+    metrics = {"cells_positive_share": 2 / 3, "cell_positive": {k: float(v > 0) for k, v in gains.items()},
+               "control": {"cells_positive_share": 0.0}}
+    assert check_claim(claim, metrics, 3).reversed_settings == ["a@0.8"]

@@ -268,3 +268,26 @@ def test_labels_to_reach():
     assert M.labels_to_reach(curve, 0.8, 100) == (20, False)
     assert M.labels_to_reach(curve, 0.85, 100) == (40, False)
     assert M.labels_to_reach(curve, 0.95, 100) == (100, True)
+
+
+def test_auto_stop_saving_counts_only_lossless_seeds():
+    """The paper's 32% is 'without performance loss': a seed more than the tolerance below full annotation is
+    charged the whole pool, and the threshold is the paper's 0.68."""
+    import pandas as pd
+    from flows.info_coevolution.flow import PAPER, _dataset_metrics
+
+    claim = next(c for c in PAPER.claims if c.id == "auto_stop_saves_annotation")
+    assert claim.threshold == 0.68
+    n = 4
+    rows = pd.DataFrame({"seed": range(n), "pool": 100, "initial": 10, "acc_full": 0.9,
+                         "ic_acc": [0.9, 0.9, 0.8, 0.9], "ic_ratio": 0.5, "perm_ratio": 1.0,
+                         "random_acc_same": [0.85] * n, "ic_stop": "auto-stop", "perm_stop": "budget"})
+    cols = ["ic_model_updates", "random2_acc_same", "lc_acc_same", "ssl_acc", "random_ssl_acc_same", "ssl_ratio",
+            "ssl_n_pseudo", "ssl_pseudo_accuracy"] + [f"{k}_to_target" for k in ("ic", "random", "random2", "lc")]
+    for c in cols:
+        rows[c] = 1.0
+    rows["ic_censored"] = 0.0
+    rows["ssl_stop"] = "auto-stop"
+    m = _dataset_metrics(rows, 0.005)
+    assert m["ic_lossless_ratio"]["mean"] == pytest.approx((0.5 * 3 + 1.0) / 4)
+    assert m["random_lossless_ratio"]["mean"] == pytest.approx(1.0)

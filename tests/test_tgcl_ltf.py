@@ -91,7 +91,8 @@ def test_every_replay_method_stores_exactly_the_budget_and_icarl_starts_at_the_m
     for name in ("er", "icarl", "ltf"):
         replayed, dist = method.select_memory(name, p, model, s, pool, p.classes_per_task, np.random.default_rng(0))
         stored = np.union1d(replayed, dist)
-        assert len(stored) == len(replayed) + len(dist)   # LTF's two subsets are disjoint
+        assert np.isin(dist, replayed).all()              # at equal memory LTF replays its distribution subset too
+        assert len(stored) == len(replayed)
         assert np.isin(stored, pool).all()
         assert np.bincount(s.y[stored].numpy(), minlength=p.classes_per_task).tolist() == \
             [p.memory_per_class] * p.classes_per_task
@@ -114,6 +115,35 @@ def test_run_seed_rows():
     n_old = (p.n_tasks - 1) * p.classes_per_task
     assert budget <= by["ltf_official"]["stored_events"] <= budget + p.ltf_distribution_per_class * n_old
     assert by["ewc"]["stored_events"] == by["finetune"]["stored_events"] == 0
+    assert by["ewc"]["weight"] in p.ewc_lambdas and by["lwf"]["weight"] in p.lwf_weights
     # task 0 is shared: every method starts from the same model
     assert len({by[m]["acc_task0"] for m in method.METHODS}) == 1
     assert all(0 <= by[m]["avg_accuracy"] <= 1 for m in method.METHODS)
+
+
+def test_fisher_is_the_mean_of_per_event_squared_gradients():
+    """Not the squared gradient of a batch mean: each event's own gradient, squared, then averaged."""
+    p = params_for("tgcl_ltf")
+    s = method.make_stream(p, seed=2)
+    torch.manual_seed(0)
+    model = method.Backbone(p, p.n_tasks * p.classes_per_task)
+    events = np.flatnonzero((s.period == 0) & ~s.is_test)[:6]
+    fisher = method.diagonal_fisher(model, s, events, p.classes_per_task)
+    w = model.head.weight
+    squares = []
+    for e in events:
+        idx = torch.tensor([e])
+        g, = torch.autograd.grad(torch.nn.functional.cross_entropy(
+            model.logits(model.embed(s, idx), p.classes_per_task), s.y[idx]), w)
+        squares.append(g ** 2)
+    assert torch.allclose(fisher["head.weight"], torch.stack(squares).mean(0))
+    idx = torch.from_numpy(events)
+    batch, = torch.autograd.grad(torch.nn.functional.cross_entropy(
+        model.logits(model.embed(s, idx), p.classes_per_task), s.y[idx]), w)
+    assert fisher["head.weight"].sum() > (batch ** 2).sum()   # the batch-mean version is smaller
+
+
+def test_validation_events_are_held_out_from_test_and_training():
+    p = params_for("tgcl_ltf")
+    s = method.make_stream(p, seed=0)
+    assert s.is_val.any() and not (s.is_val & s.is_test).any()

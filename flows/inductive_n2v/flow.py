@@ -45,7 +45,7 @@ PAPER = Paper(
               text=("iN2V is an effective approach to bringing transductive embeddings to an inductive setting: the "
                     f"seed-mean gain is > 0 in at least 60% of the (regime, train fraction) cells; {GAIN}; {WHERE}"),
               source="abstract; plan claim 1 (direction)", metric="cells_positive_share", comparison=">=",
-              threshold=0.6, kind="direction", role="claim", per_setting="gain_by_cell",
+              threshold=0.6, kind="direction", role="claim", per_setting="cell_positive",
               no_interval_reason="a share of the 6 cells, each cell's gain already averaged over the seeds",
               control=Control(name="the share with the labels permuted",
                               metric="control.cells_positive_share")),
@@ -120,6 +120,9 @@ def inductive_n2v_flow(params: Params, ctx: RunContext) -> RunOutput:
         "gain_by_cell": {k: float(v) for k, v in by_cell.items()},
         "gain_cell_summary": stats.summarize_by(rows, "cell", "gain_pp"),
         "cells_positive_share": float((by_cell > 0).mean()),
+        # per cell 1 if its seed-mean gain is > 0, else 0: on the share claim's scale, so that its reversals
+        # (cells below the 0.6 threshold) are exactly the cells without a positive gain
+        "cell_positive": {k: float(v > 0) for k, v in by_cell.items()},
         "max_cell_gain": float(by_cell.max()),
         "gain_vs_best_on_test": stats.summarize(_per_seed(rows, "gain_vs_best_test_pp")),
         "gain_few_minus_many_train": stats.summarize(few_many),

@@ -28,16 +28,17 @@ PAPER = Paper(
     official_code="NUS-HPC-AI-Lab/Info-Coevolution (build_index.py, select_samples.ipynb; read in full)",
     claims=(
         Claim(id="auto_stop_saves_annotation",
-              text=("For real-world datasets like ImageNet-1K, Info-Coevolution reduces annotation ... costs by 32% ... "
-                    "It is able to automatically give the saving ratio without tuning the ratio -- the share of the "
-                    f"pool annotated when the auto-stop fires (total gain <= 1) is at most 0.9 {WHERE}"),
-              source="abstract; plan claim 1 (magnitude)", metric="digits.ic_ratio.mean", comparison="<=",
-              threshold=0.9, kind="magnitude", role="claim", interval=ci("digits.ic_ratio"),
-              scaled=("the plan's threshold: a saving of at least 10% instead of the paper's 32% on ImageNet-1K, "
-                      "since the saving the stop rule finds depends on the pool's redundancy"),
-              # the stop rule must not fire where the labels carry no learnable information
-              control=Control(name="the same Info-Coevolution run with the pool's labels permuted (nothing to learn)",
-                              metric="digits.perm_ratio.mean", interval=ci("digits.perm_ratio"))),
+              text=("For real-world datasets like ImageNet-1K, Info-Coevolution reduces annotation ... costs by 32% "
+                    "without performance loss. It is able to automatically give the saving ratio without tuning the "
+                    "ratio -- the share of the pool annotated when the auto-stop fires (total gain <= 1), counted as "
+                    "the whole pool (no saving) on a seed whose test accuracy there is more than 0.5 pp below full "
+                    f"annotation's, is at most 0.68 (32% saved) {WHERE}"),
+              source="abstract (32% saved without performance loss); plan claim 1 (ratio and no-loss condition)",
+              metric="digits.ic_lossless_ratio.mean", comparison="<=",
+              threshold=0.68, kind="magnitude", role="claim", interval=ci("digits.ic_lossless_ratio"),
+              # a saving that a random subset of the same size would also give losslessly is the pool's redundancy
+              control=Control(name=(f"{SAME_COUNT}, its share counted by the same no-loss rule"),
+                              metric="digits.random_lossless_ratio.mean", interval=ci("digits.random_lossless_ratio"))),
         Claim(id="no_loss_at_auto_stop",
               text=("... reduces annotation and training costs by 32% without performance loss -- test accuracy at "
                     "the auto-stop minus full-annotation accuracy (same seed, same initialisation) >= -0.5 pp "
@@ -89,7 +90,11 @@ PAPER = Paper(
     limitations=(
         "Scaled down from ImageNet-1K (ViT/ResNet, millions of images) to the 1,347-image digits pool with an MLP "
         "retrained from scratch after every 5% of the pool; the paper's savings depend on the redundancy of the data, "
-        "so only the mechanism and its direction can be checked, not the 32% figure. Exact cosine kNN (scikit-learn) "
+        "so the paper's 32% (an annotated share of at most 0.68, counted only on seeds without loss) is held to as a "
+        "figure that this pool need not give. The plan's relaxation to 0.9 and the saving counted without its no-loss "
+        "condition were dropped after review (before any rerun): thresholds come from the paper; the auto-stop's "
+        "control moved from the permuted-label run (which loses all accuracy, a strawman under the no-loss rule; its "
+        "stop share is still in the notes) to random annotation of the same count. Exact cosine kNN (scikit-learn) "
         "replaces the HNSW index (hnswlib is not installed); on 1,347 points it is exact. The semi-supervised variant "
         "is one self-training step with the fused pseudo-labels (the plan's stand-in), not FixMatch as in the paper's "
         "semi-supervised runs, and it uses Info-Coevolution's supervised gain: the notebook's semi-supervised gain "
@@ -107,7 +112,7 @@ def _col(rows: pd.DataFrame, name: str) -> np.ndarray:
     return rows.sort_values("seed")[name].to_numpy(dtype=float)
 
 
-def _dataset_metrics(rows: pd.DataFrame) -> dict:
+def _dataset_metrics(rows: pd.DataFrame, tolerance: float) -> dict:
     c = lambda name: _col(rows, name)
     full = c("acc_full")
     pseudo_acc = c("ssl_pseudo_accuracy")
@@ -115,6 +120,10 @@ def _dataset_metrics(rows: pd.DataFrame) -> dict:
         "pool": int(rows["pool"].iloc[0]), "initial": int(rows["initial"].iloc[0]),
         "acc_full": stats.summarize(full),
         "ic_ratio": stats.summarize(c("ic_ratio")), "perm_ratio": stats.summarize(c("perm_ratio")),
+        # the paper's saving is "without performance loss": a seed that loses more than the tolerance saved nothing
+        "ic_lossless_ratio": stats.summarize(np.where(c("ic_acc") >= full - tolerance, c("ic_ratio"), 1.0)),
+        "random_lossless_ratio": stats.summarize(np.where(c("random_acc_same") >= full - tolerance,
+                                                          c("ic_ratio"), 1.0)),
         "ic_auto_stopped_fraction": float((rows["ic_stop"] == "auto-stop").mean()),
         "perm_auto_stopped_fraction": float((rows["perm_stop"] == "auto-stop").mean()),
         "ic_model_updates": stats.summarize(c("ic_model_updates")),
@@ -221,7 +230,9 @@ def _notes(p: Params, m: dict) -> str:
         out.append(
             f"**{ds}.** Full annotation {acc['full']['mean']:.4f}. Info-Coevolution annotated "
             f"{d['ic_ratio']['mean']:.3f} [{d['ic_ratio']['ci_low']:.3f}, {d['ic_ratio']['ci_high']:.3f}] of the pool "
-            f"(auto-stop on {d['ic_auto_stopped_fraction']:.0%} of seeds, {d['ic_model_updates']['mean']:.1f} model fits) "
+            f"(auto-stop on {d['ic_auto_stopped_fraction']:.0%} of seeds, {d['ic_model_updates']['mean']:.1f} model fits; "
+            f"{d['ic_lossless_ratio']['mean']:.3f} with a lossy seed charged the whole pool, the paper's 'without "
+            f"performance loss'; random annotation of the same count, charged alike, {d['random_lossless_ratio']['mean']:.3f}) "
             f"and reached {acc['info_coevolution']['mean']:.4f}: {_pct(d['ic_minus_full'])} against full annotation. "
             f"At the same count random annotation reached {acc['random_same_count']['mean']:.4f} "
             f"({_pct(d['random_minus_full'])} vs full) and least-confidence {acc['least_confidence_same_count']['mean']:.4f} "
@@ -272,7 +283,8 @@ def info_coevolution_flow(params: Params, ctx: RunContext) -> RunOutput:
     curves = pd.DataFrame([c for s in per_seed for c in s["curves"]])
     save_parquet(rows, ctx.data_dir / "per_seed.parquet")
     save_parquet(curves, ctx.data_dir / "curves.parquet")
-    metrics = {ds: _dataset_metrics(rows[rows["dataset"] == ds]) for ds in params.datasets}
+    metrics = {ds: _dataset_metrics(rows[rows["dataset"] == ds], params.equal_accuracy_tolerance)
+               for ds in params.datasets}
     plot = _plot(curves, rows)
     return RunOutput(metrics=metrics, tables={"plot": plot, "per_seed": rows}, figure=_figure(plot, list(params.datasets)),
                      setup=_setup(params, metrics), notes=_notes(params, metrics))

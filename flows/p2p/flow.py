@@ -13,7 +13,7 @@ from flows.p2p.params import SMOKE, Params
 from tasks import stats
 from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
 from tasks.data import save_parquet
-from tasks.paper import over_seeds, paper_flow, run_task
+from tasks.paper import over_seeds, paper_flow
 
 AT = "at one fixed kept fraction (r_eval of the pixels) on clean test images"
 RANDOM = "random superpixels (P2P's groups and predictor, random scores) in P2P's place"
@@ -61,7 +61,7 @@ PAPER = Paper(
         Claim(id="dynamic_sparsity_keeps_less",
               text=("we introduce an explicit way to dynamically determine the required level of sparsity for each "
                     "instance -- mean kept fraction of P2P's per-instance confidence rule / that of the same model at "
-                    "one global kept fraction matched in accuracy (within acc_tolerance) < 1"),
+                    "one global kept fraction matched to exactly its accuracy (interpolated) < 1"),
               source="abstract; plan claim 2 (direction)", metric="dyn.kept_ratio.ratio", comparison="<",
               threshold=1.0, kind="direction", role="claim", interval=ci("dyn.kept_ratio"),
               control=Control(name="the per-instance levels permuted across test images (same budgets, "
@@ -81,9 +81,8 @@ PAPER = Paper(
         Claim(id="superpixels_follow_the_object",
               text=("SLIC superpixel purity w.r.t. the digit mask (share of pixels in the majority class of their "
                      "superpixel) > 0.9 on the clean test images: the groups can separate object from clutter"),
-              source="ours (sanity, holds by the data's construction)", metric="data.superpixel_purity",
-              comparison=">", threshold=0.9, kind="magnitude", role="sanity",
-              no_interval_reason="a property of the run's fixed data set, not of a seed"),
+              source="ours (sanity, holds by the data's construction)", metric="data.superpixel_purity.mean",
+              comparison=">", threshold=0.9, kind="magnitude", role="sanity", interval=ci("data.superpixel_purity")),
     ),
     limitations=(
         "Semi-synthetic only: 8x8 scikit-learn digits up-sampled 2x on a 32x32 clutter canvas stand in for the paper's "
@@ -93,34 +92,14 @@ PAPER = Paper(
         "are not comparable. The paper's exact mask relaxation and dynamic-sparsity mechanism could not be read "
         "(only the abstract and introduction were retrievable): the per-instance random kept fraction in training "
         "and the confidence-threshold stop at test time follow the plan's working design [ours], as do the "
-        "baselines (no InfoMask, no L2X/INVASE/REAL-X re-implementations beyond the pixel-level variant). Seeds vary "
-        "the training randomness only; the data set (and its superpixels) is one draw per run."
+        "baselines (no InfoMask, no L2X/INVASE/REAL-X re-implementations beyond the pixel-level variant). Each seed "
+        "draws its own data set (and superpixels) and its own training randomness."
     ),
 )
 
 
 def _column(rows: pd.DataFrame, name: str) -> np.ndarray:
     return rows.sort_values("seed")[name].to_numpy(dtype=float)
-
-
-def _purity(split: method.Images) -> float:
-    """Share of pixels whose superpixel's majority (digit / not digit) matches their own label."""
-    total = 0.0
-    for seg, digit in zip(split.seg, split.digit):
-        area = np.bincount(seg.ravel())
-        on = np.bincount(seg.ravel(), weights=digit.ravel().astype(float), minlength=len(area))
-        total += np.maximum(on, area - on).sum()
-    return float(total / split.seg.size)
-
-
-def build_data(p: Params, seed: int, path: str) -> dict:
-    """Generate the run's data sets once (SLIC included), save them for the seeds, return their statistics."""
-    data = method.make_data(p, seed)
-    method.save_data(data, method.Path(path))
-    te = data["clean_test"]
-    return {"superpixel_purity": _purity(te), "digit_fraction": float(te.digit.mean()),
-            "superpixels_per_image": float(np.mean([s.max() + 1 for s in te.seg])),
-            "spur_fraction": float(data["conf_test"].spur.mean())}
 
 
 def metrics_from(rows: pd.DataFrame) -> dict:
@@ -144,7 +123,8 @@ def metrics_from(rows: pd.DataFrame) -> dict:
             **{f"prec_{m}": stats.summarize(c(f"conf_prec_{m}")) for m in ("p2p", "global", "saliency")},
             **{f"acc_{m}": stats.summarize(c(f"conf_acc_{m}")) for m in ("p2p", "global", "blackbox")},
             "spur_area_fraction": float(c("conf_spur_rate").mean())}
-    return {"loc": loc, "acc": acc, "dyn": dyn, "conf": conf}
+    data = {k: stats.summarize(c(k)) for k in ("superpixel_purity", "digit_fraction", "superpixels_per_image")}
+    return {"loc": loc, "acc": acc, "dyn": dyn, "conf": conf, "data": data}
 
 
 def _figure(rows: pd.DataFrame, p: Params) -> tuple[plt.Figure, pd.DataFrame]:
@@ -175,25 +155,23 @@ def _fmt(s: dict, key: str = "mean") -> str:
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def p2p_flow(params: Params, ctx: RunContext) -> RunOutput:
-    data_path = str(ctx.data_dir / "images.npz")
-    data_stats = run_task(build_data, p=params, seed=params.data_seed, path=data_path)
-    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, data_path=data_path)
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
     rows = pd.DataFrame(per_seed)
     scalar = [k for k in rows.columns if not k.startswith("curve_")]
     save_parquet(rows[scalar], ctx.data_dir / "per_seed.parquet")
     metrics = metrics_from(rows)
-    metrics["data"] = data_stats
+    data_stats = {k: v["mean"] for k, v in metrics["data"].items()}
     figure, plot = _figure(rows, params)
     m = metrics
     setup = (
-        f"**Data** (one draw, data seed {params.data_seed}): {params.n_train} train / {params.n_test} test 32x32 images "
+        f"**Data** (a fresh draw per seed, from the seed's own streams): {params.n_train} train / {params.n_test} test 32x32 images "
         "per variant; a scikit-learn digit (8x8, up-sampled 2x, train and test from disjoint source digits) pasted at a "
         "random position on Gaussian-smoothed noise texture (0-0.4) with 2-4 bright distractor shapes (0.6-1.0) off the "
         f"digit's box; ground truth = digit pixels (stroke > {params.stroke_threshold}; "
         f"{data_stats['digit_fraction']:.3f} of the canvas). Confounded variant: a 4x4 square at one of 10 border "
         f"positions, the class's with probability {params.confound_rate} in train, uniformly random in test. "
         f"Superpixels: SLIC (n_segments = {params.n_segments}, compactness = {params.compactness}), "
-        f"{data_stats['superpixels_per_image']:.1f} per image, purity {data_stats['superpixel_purity']:.3f}.\n\n"
+        f"{data_stats['superpixels_per_image']:.1f} per image, purity {data_stats['superpixel_purity']:.3f} (means over seeds).\n\n"
         "**Models** (same backbones everywhere): selector = 3-conv CNN -> per-pixel logits, mean-pooled per group; "
         "predictor = 3 conv+max-pool layers + linear head on the masked image (dropped pixels = train mean). Training: "
         f"{params.epochs} epochs of Adam (lr {params.lr}, batch {params.batch_size}); kept fraction r ~ U({params.r_min}, "
@@ -202,10 +180,11 @@ def p2p_flow(params: Params, ctx: RunContext) -> RunOutput:
         f"{list(params.levels)}, stop at the first with softmax confidence >= {params.tau}. Baselines: 1-pixel groups "
         "(pixel-level), one global kept fraction (fixed sparsity, matched in accuracy by linear interpolation of the "
         "accuracy-sparsity curve), black-box CNN + |gradient x (input - mean)| top-r pixels, a global learned per-pixel "
-        f"mask (lr {params.lr_global}). Claims at r_eval = {params.r_eval}; {params.seeds} seeds (training randomness)."
+        f"mask (lr {params.lr_global}). Claims at r_eval = {params.r_eval}; {params.seeds} seeds (data and training "
+        "randomness)."
     )
     notes = (
-        f"**Results (means over seeds, 95% bootstrap CI).** Localization precision at r = {params.r_eval}: P2P "
+        f"**Results (means over seeds, 95% CI).** Localization precision at r = {params.r_eval}: P2P "
         f"{_fmt(m['loc']['p2p'])}, pixel-level {_fmt(m['loc']['pixel'])}, saliency {_fmt(m['loc']['saliency'])}, "
         f"global mask {_fmt(m['loc']['global'])}, random superpixels {_fmt(m['loc']['random_sp'])} (digit area "
         f"{data_stats['digit_fraction']:.3f} = chance). Accuracy at r = {params.r_eval}: P2P {_fmt(m['acc']['p2p'])}, "
@@ -213,7 +192,7 @@ def p2p_flow(params: Params, ctx: RunContext) -> RunOutput:
         f"{_fmt(m['acc']['random_sp'])}; black box on full images {_fmt(m['acc']['blackbox'])}.\n\n"
         f"**Dynamic sparsity.** P2P's confidence rule keeps {_fmt(m['dyn']['kept_dynamic'])} of the pixels at accuracy "
         f"{_fmt(m['acc']['dynamic'])}; the same model at one global fraction needs {_fmt(m['dyn']['kept_fixed_matched'])} "
-        f"for that accuracy (-{params.acc_tolerance}); ratio {_fmt(m['dyn']['kept_ratio'], 'ratio')}. Permuted budgets "
+        f"for exactly that accuracy; ratio {_fmt(m['dyn']['kept_ratio'], 'ratio')}. Permuted budgets "
         f"(control): accuracy {_fmt(m['acc']['permuted'])}, ratio {_fmt(m['dyn']['permuted_kept_ratio'], 'ratio')}. "
         f"Precision of the dynamic masks {_fmt(m['loc']['p2p_dynamic'])}.\n\n"
         f"**Confounded variant** (square area {m['conf']['spur_area_fraction']:.3f} of the canvas): share of kept pixels "
@@ -228,7 +207,10 @@ def p2p_flow(params: Params, ctx: RunContext) -> RunOutput:
         "global mask' was moved to the sanity checks after that run: with randomly placed digits it holds by the "
         "data's construction. (3) The kept fraction in training is drawn per image, not per batch as in the plan. "
         "(4) The dynamic rule falls back to the whole image when no level reaches tau, as the plan specifies; "
-        "images the predictor never gets confident on therefore cost a full image.\n\n"
+        "images the predictor never gets confident on therefore cost a full image. (5) Decided after review, before "
+        "the rerun: each seed draws its own data set (earlier one draw served every seed, so the intervals covered "
+        "training noise only), and the fixed-sparsity baseline is matched to exactly the dynamic rule's accuracy: "
+        "the plan's 1-point slack (not the paper's) let it stop 1 point lower, which no paper figure supports.\n\n"
         "**Sources.** Official code not found (the plan's search and ours); arXiv 2505.06003's method section could not "
         "be retrieved here, so the SLIC grouping (from the OpenReview reviews) is confirmed and the relaxation and "
         "the dynamic-sparsity rule are the plan's design [ours]."

@@ -10,7 +10,6 @@ from tasks.contract import Increasing, PaperParams
 
 
 class Params(PaperParams):
-    data_seed: int = Field(ge=0, description="seed of the run's data sets (images, placements, clutter)")
     n_train: int = Field(ge=50, description="train images per variant (clean, confounded)")
     n_test: int = Field(ge=50, description="test images per variant")
     stroke_threshold: float = Field(gt=0, lt=1, description="up-sampled digit intensity (0-1) above which a pixel is digit")
@@ -28,7 +27,6 @@ class Params(PaperParams):
         min_length=2, description="kept fractions of the test sweep (dynamic sparsity picks one per image)")
     r_eval: float = Field(gt=0, le=1, description="the fixed kept fraction of the accuracy / overlap claims (one of levels)")
     tau: float = Field(gt=0, lt=1, description="softmax confidence that stops P2P's dynamic sparsity")
-    acc_tolerance: float = Field(ge=0, lt=1, description="accuracy slack of 'equal accuracy' for the fixed-sparsity match")
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:

@@ -16,10 +16,13 @@ Methods (``METHODS``):
 * ``joint``: every training event of the period (the full-data upper bound);
 * ``er``: replay of a uniformly random subset; ``er_b`` the same with an independent draw (the null control);
 * ``icarl``: replay of a herding subset (official iCaRL.py: greedy match of the class-mean embedding);
-* ``ewc``, ``lwf``: regularisers, no stored events (as in the official EWC.py / LwF.py);
+* ``ewc``, ``lwf``: regularisers, no stored events (as in the official EWC.py / LwF.py); EWC's diagonal Fisher is
+  the mean of per-event squared gradients; the penalty weight (EWC lambda, LwF weight) is chosen per seed from a
+  small grid by the average accuracy on held-out validation events of each period;
 * ``ltf``: error-minimising greedy kernel selection (official ``select_prototypes(K, w·norm_loss, m)``) plus a
   distribution-only subset (``select_prototypes(K, None, m)``) that is the target of a per-class RBF-MMD
-  regulariser on the replayed events' embeddings; both subsets count towards the same per-class budget;
+  regulariser on the replayed events' embeddings; both subsets count towards the same per-class budget and both
+  are replayed, so LTF stores and replays exactly as many events as ER and iCaRL;
 * ``ltf_select``: LTF's selection without the MMD regulariser (an ablation, reported, not claimed);
 * ``ltf_official``: LTF with the official storage, not equal memory (a diagnostic added after the first full run,
   reported, not claimed): memory_per_class error-min events replayed plus ltf_distribution_per_class
@@ -55,7 +58,9 @@ MMD_REGULARISED = ("ltf", "ltf_official")
 class Stream:
     """Per-event tensors (E = events): ``x`` (E, d) features, ``neighbour_x`` (E, k, d) features of the source's
     last k earlier events, ``delta_t`` (E, k) their time gaps, ``valid`` (E, k), ``y`` (E,) source class,
-    ``period`` (E,) task index, ``is_test`` (E,) held-out flag; ``task_classes[i]`` the classes new at task i."""
+    ``period`` (E,) task index, ``is_test`` (E,) held-out test flag, ``is_val`` (E,) held-out validation flag
+    (disjoint from the test events; selects the regularisers' weights); ``task_classes[i]`` the classes new at
+    task i."""
     x: torch.Tensor
     neighbour_x: torch.Tensor
     delta_t: torch.Tensor
@@ -63,6 +68,7 @@ class Stream:
     y: torch.Tensor
     period: np.ndarray
     is_test: np.ndarray
+    is_val: np.ndarray
     task_classes: list[np.ndarray]
 
 
@@ -76,10 +82,11 @@ def make_stream(p: Params, seed: int) -> Stream:
     x = torch.from_numpy(events.features).float()
     period = np.minimum((events.t * p.n_tasks).astype(int), p.n_tasks - 1)
     is_test = numpy_rng(seed, 1).random(p.n_events) < p.test_fraction
+    is_val = ~is_test & (numpy_rng(seed, 3).random(p.n_events) < p.val_fraction)
     return Stream(x=x, neighbour_x=x[torch.from_numpy(past)] * torch.from_numpy(valid)[..., None],
                   delta_t=torch.from_numpy((events.t[:, None] - events.t[past]) * valid).float(),
                   valid=torch.from_numpy(valid), y=torch.from_numpy(events.node_class[events.src]).long(),
-                  period=period, is_test=is_test,
+                  period=period, is_test=is_test, is_val=is_val,
                   task_classes=[np.arange(i * p.classes_per_task, (i + 1) * p.classes_per_task)
                                 for i in range(p.n_tasks)])
 
@@ -144,7 +151,8 @@ def mmd2(a: torch.Tensor, b: torch.Tensor, gamma: float) -> torch.Tensor:
 def select_memory(method: str, p: Params, model: Backbone, s: Stream, candidates: np.ndarray, n_seen: int,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(replayed, distribution) event ids among ``candidates`` (old-class training events of the new period),
-    per old class; ``replayed`` ∪ ``distribution`` has exactly min(memory_per_class, class size) events per class."""
+    per old class; ``replayed`` ∪ ``distribution`` has exactly min(memory_per_class, class size) events per class
+    (for LTF and its ablation ``distribution`` ⊂ ``replayed``; ``ltf_official`` stores it on top)."""
     replayed, distribution = [], []
     for c in np.unique(s.y[candidates].numpy()):
         pool = candidates[s.y[candidates].numpy() == c]
@@ -176,7 +184,9 @@ def select_memory(method: str, p: Params, model: Backbone, s: Stream, candidates
         span = (loss.max() - loss.min()).clamp_min(1e-12)
         penalty = p.ltf_loss_weight * (loss - loss.min()) / span
         chosen = select_prototypes(K[rest][:, rest], budget - n_dist, penalty)
-        replayed.append(pool[rest[chosen]])
+        # at equal memory the distribution subset is replayed too (every stored event trains, as for ER); the
+        # official storage replays only the error-min subset and keeps the distribution subset on top
+        replayed.append(pool[rest[chosen]] if method == "ltf_official" else pool[np.concatenate([rest[chosen], dist])])
         distribution.append(pool[dist])
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
     return cat(replayed), cat(distribution)
@@ -185,16 +195,16 @@ def select_memory(method: str, p: Params, model: Backbone, s: Stream, candidates
 # ----------------------------------------------------------------------------------------------------------------
 # Regularisers of EWC and LwF
 # ----------------------------------------------------------------------------------------------------------------
-def diagonal_fisher(model: Backbone, s: Stream, events: np.ndarray, n_seen: int, batch_size: int) -> dict:
-    """Diagonal empirical Fisher: mean over mini-batches of the squared gradient of the batch NLL."""
+def diagonal_fisher(model: Backbone, s: Stream, events: np.ndarray, n_seen: int) -> dict:
+    """Diagonal empirical Fisher: mean over ``events`` of the squared gradient of each event's own NLL (the
+    squared gradient of a batch mean would be about batch-size times smaller)."""
     fisher = {n: torch.zeros_like(w) for n, w in model.named_parameters()}
-    batches = [events[i:i + batch_size] for i in range(0, len(events), batch_size)]
-    for b in batches:
+    for e in events:
         model.zero_grad()
-        idx = torch.from_numpy(b)
+        idx = torch.tensor([e])
         F.cross_entropy(model.logits(model.embed(s, idx), n_seen), s.y[idx]).backward()
         for n, w in model.named_parameters():
-            fisher[n] += w.grad.detach() ** 2 / len(batches)
+            fisher[n] += w.grad.detach() ** 2 / len(events)
     model.zero_grad()
     return fisher
 
@@ -210,9 +220,10 @@ def distillation(old_logits: torch.Tensor, new_logits: torch.Tensor, temperature
 # ----------------------------------------------------------------------------------------------------------------
 def train_task(method: str, p: Params, model: Backbone, s: Stream, new: np.ndarray, memory: np.ndarray,
                distribution: np.ndarray, n_seen: int, n_old: int, seed: int, old_model: Backbone | None = None,
-               ewc: tuple[dict, dict] | None = None) -> None:
+               ewc: tuple[dict, dict] | None = None, weight: float = 0.0) -> None:
     """Adam over mini-batches of ``new`` events; replay methods add a memory batch each step (loss × old_data_weight),
-    LTF adds Σ_old classes MMD²(replayed embeddings, distribution-subset embeddings) × ltf_mmd_weight."""
+    LTF adds Σ_old classes MMD²(replayed embeddings, distribution-subset embeddings) × ltf_mmd_weight; ``weight``:
+    EWC's lambda or LwF's distillation weight."""
     optimiser = torch.optim.Adam(model.parameters(), lr=p.lr)
     generator = torch_generator(seed)
     memory_t, dist_t = torch.from_numpy(memory), torch.from_numpy(distribution)
@@ -226,10 +237,10 @@ def train_task(method: str, p: Params, model: Backbone, s: Stream, new: np.ndarr
             if method == "lwf" and old_model is not None:
                 with torch.no_grad():
                     old_logits = old_model.logits(old_model.embed(s, idx), n_old)
-                loss = loss + p.lwf_weight * distillation(old_logits, logits[:, :n_old], p.lwf_temperature)
+                loss = loss + weight * distillation(old_logits, logits[:, :n_old], p.lwf_temperature)
             if method == "ewc" and ewc is not None:
                 fisher, anchor = ewc
-                loss = loss + p.ewc_lambda * sum((fisher[n] * (w - anchor[n]) ** 2).sum()
+                loss = loss + weight * sum((fisher[n] * (w - anchor[n]) ** 2).sum()
                                                  for n, w in model.named_parameters())
             if len(memory_t):
                 pick = memory_t[torch.randperm(len(memory_t), generator=generator)[:p.batch_size]]
@@ -251,9 +262,11 @@ def train_task(method: str, p: Params, model: Backbone, s: Stream, new: np.ndarr
 
 
 @torch.no_grad()
-def evaluate(model: Backbone, s: Stream, task: int, n_seen: int, classes_per_task: int) -> tuple[float, list[float]]:
-    """Accuracy on period ``task``'s test events (all seen classes), and per class group j ≤ task."""
-    test = np.flatnonzero((s.period == task) & s.is_test)
+def evaluate(model: Backbone, s: Stream, task: int, n_seen: int, classes_per_task: int,
+             held: np.ndarray | None = None) -> tuple[float, list[float]]:
+    """Accuracy on period ``task``'s test events (or the ``held`` events, e.g. ``s.is_val``; all seen classes),
+    and per class group j ≤ task."""
+    test = np.flatnonzero((s.period == task) & (s.is_test if held is None else held))
     idx = torch.from_numpy(test)
     correct = (model.logits(model.embed(s, idx), n_seen).argmax(1) == s.y[idx]).numpy()
     group = s.y[idx].numpy() // classes_per_task
@@ -277,53 +290,69 @@ def forgetting(group_acc: list[list[float]]) -> float:
     return float(np.mean([max(group_acc[i][j] for i in range(j, last)) - group_acc[last][j] for j in range(last)]))
 
 
+def continual(method: str, p: Params, base: Backbone, s: Stream, train_of: list[np.ndarray], seed: int,
+              rng: np.random.Generator, weight: float = 0.0) -> dict:
+    """One method's run over tasks 1.. from the shared task-0 model ``base``; ``weight``: EWC's lambda or LwF's
+    distillation weight. Returns the method's row, plus ``val_accuracy`` (the average over tasks of the accuracy
+    on each period's validation events) for the choice of ``weight``."""
+    model = copy.deepcopy(base)
+    acc0, groups0 = evaluate(base, s, 0, p.classes_per_task, p.classes_per_task)
+    accs, groups, stored = [acc0], [groups0], 0
+    vals = [evaluate(base, s, 0, p.classes_per_task, p.classes_per_task, s.is_val)[0]]
+    ewc_state = None
+    for task in range(1, p.n_tasks):
+        n_old, n_seen = task * p.classes_per_task, (task + 1) * p.classes_per_task
+        period = train_of[task]
+        is_new = s.y[period].numpy() >= n_old
+        new, old = period[is_new], period[~is_new]
+        memory = distribution = np.zeros(0, np.int64)
+        if method == "joint":
+            new = period
+        elif method in REPLAY:
+            memory, distribution = select_memory(method, p, model, s, old, n_old, rng)
+            stored = max(stored, len(np.union1d(memory, distribution)))
+        if method == "ewc":
+            # the Fisher of (a random sample of) the previous task's training events, at the previous task's weights
+            sample = rng.choice(train_of[task - 1], min(p.ewc_fisher_events, len(train_of[task - 1])), replace=False)
+            fisher = diagonal_fisher(model, s, sample, n_old)
+            anchor = {n: w.detach().clone() for n, w in model.named_parameters()}
+            if ewc_state is not None:   # accumulate the importance of all earlier tasks
+                fisher = {n: fisher[n] + ewc_state[0][n] for n in fisher}
+            ewc_state = (fisher, anchor)
+        old_model = copy.deepcopy(model).eval() if method == "lwf" else None
+        train_task(method, p, model, s, new, memory, distribution, n_seen, n_old, seed * 1000 + task,
+                   old_model=old_model, ewc=ewc_state, weight=weight)
+        acc, group = evaluate(model, s, task, n_seen, p.classes_per_task)
+        accs.append(acc)
+        groups.append(group)
+        vals.append(evaluate(model, s, task, n_seen, p.classes_per_task, s.is_val)[0])
+    return {"method": method, "seed": seed, "avg_accuracy": float(np.mean(accs)), "forgetting": forgetting(groups),
+            "final_accuracy": accs[-1], "stored_events": stored, "weight": weight,
+            "val_accuracy": float(np.mean(vals)), **{f"acc_task{i}": a for i, a in enumerate(accs)}}
+
+
 def run_seed(p: Params, seed: int) -> list[dict]:
     """One seed: the stream, task 0 trained once (identical for every method), then each method continues.
-    Rows: method, seed, avg_accuracy, forgetting, final_accuracy, stored_events (max over tasks), acc_task{i};
+    Rows: method, seed, avg_accuracy, forgetting, final_accuracy, stored_events (max over tasks), weight (EWC's
+    lambda or LwF's weight, the grid value best on validation; 0 for the others), val_accuracy, acc_task{i};
     plus one ``drift_probe`` row: stale_drop = accuracy of the frozen task-0 model on the first classes in period 0
     minus in the last period (the old classes' evolution, by construction of the stream)."""
     with torch_single_thread():
         s = make_stream(p, seed)
         n_classes = p.n_tasks * p.classes_per_task
-        train_of = [np.flatnonzero((s.period == i) & ~s.is_test) for i in range(p.n_tasks)]
+        train_of = [np.flatnonzero((s.period == i) & ~s.is_test & ~s.is_val) for i in range(p.n_tasks)]
         with torch_seeded(seed):
             base = Backbone(p, n_classes)
         train_task("finetune", p, base, s, train_of[0], np.zeros(0, np.int64), np.zeros(0, np.int64),
                    p.classes_per_task, 0, seed)
-        acc0, groups0 = evaluate(base, s, 0, p.classes_per_task, p.classes_per_task)
+        _, groups0 = evaluate(base, s, 0, p.classes_per_task, p.classes_per_task)
         # old classes evolve: the task-0 model, frozen, on the first classes' events of the last period
         _, stale = evaluate_group(base, s, p.n_tasks - 1, 0, p.classes_per_task)
         rows = [{"method": "drift_probe", "seed": seed, "stale_drop": groups0[0] - stale}]
+        grids = {"ewc": p.ewc_lambdas, "lwf": p.lwf_weights}
         for m_id, method in enumerate(METHODS):
-            model = copy.deepcopy(base)
-            rng = numpy_rng(seed, 2, m_id)
-            accs, groups, stored = [acc0], [groups0], 0
-            ewc_state = None
-            for task in range(1, p.n_tasks):
-                n_old, n_seen = task * p.classes_per_task, (task + 1) * p.classes_per_task
-                period = train_of[task]
-                is_new = s.y[period].numpy() >= n_old
-                new, old = period[is_new], period[~is_new]
-                memory = distribution = np.zeros(0, np.int64)
-                if method == "joint":
-                    new = period
-                elif method in REPLAY:
-                    memory, distribution = select_memory(method, p, model, s, old, n_old, rng)
-                    stored = max(stored, len(np.union1d(memory, distribution)))
-                if method == "ewc":
-                    # the Fisher of the previous task's training events, at the previous task's weights
-                    fisher = diagonal_fisher(model, s, train_of[task - 1], n_old, p.batch_size)
-                    anchor = {n: w.detach().clone() for n, w in model.named_parameters()}
-                    if ewc_state is not None:   # accumulate the importance of all earlier tasks
-                        fisher = {n: fisher[n] + ewc_state[0][n] for n in fisher}
-                    ewc_state = (fisher, anchor)
-                old_model = copy.deepcopy(model).eval() if method == "lwf" else None
-                train_task(method, p, model, s, new, memory, distribution, n_seen, n_old, seed * 1000 + task,
-                           old_model=old_model, ewc=ewc_state)
-                acc, group = evaluate(model, s, task, n_seen, p.classes_per_task)
-                accs.append(acc)
-                groups.append(group)
-            rows.append({"method": method, "seed": seed, "avg_accuracy": float(np.mean(accs)),
-                         "forgetting": forgetting(groups), "final_accuracy": accs[-1], "stored_events": stored,
-                         **{f"acc_task{i}": a for i, a in enumerate(accs)}})
+            candidates = [continual(method, p, base, s, train_of, seed, numpy_rng(seed, 2, m_id, g), w)
+                          for g, w in enumerate(grids.get(method, [0.0]))]
+            # the regularisers' weight: the best on validation, never on test (ties: the first, the weakest)
+            rows.append(max(candidates, key=lambda r: r["val_accuracy"]))
         return rows

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from tasks.contract import PaperParams
@@ -18,6 +20,8 @@ class Params(PaperParams):
     drift: float = Field(ge=0, description="rotation angle (radians) of every class mean over the whole stream")
     homophily: float = Field(ge=0, le=1, description="probability that an event joins two nodes of one class")
     test_fraction: float = Field(gt=0, lt=1, description="fraction of each period's events held out for testing")
+    val_fraction: float = Field(gt=0, lt=1, description="fraction of the remaining events held out for validation "
+                                "(the regularisers' weight choice)")
     # the backbone (TGAT-style attention over the last k events of the source node)
     k_neighbours: int = Field(ge=1, description="recent events attended to per query node")
     time_features: int = Field(ge=1, description="dimension of the functional time encoding")
@@ -29,8 +33,14 @@ class Params(PaperParams):
     # continual learning
     memory_per_class: int = Field(ge=2, description="stored old-class events per old class, equal for every replay method")
     old_data_weight: float = Field(ge=0, description="weight of the replay loss (official old_data_weight)")
-    ewc_lambda: float = Field(ge=0, description="EWC penalty weight on the diagonal-Fisher quadratic")
-    lwf_weight: float = Field(ge=0, description="LwF distillation weight (official: 0.1)")
+    ewc_lambdas: list[Annotated[float, Field(ge=0)]] = Field(
+        min_length=1, description="grid of EWC penalty weights on the per-event diagonal-Fisher quadratic; the best "
+        "on validation is used per seed")
+    ewc_fisher_events: int = Field(ge=1, description="previous-task training events (a random sample) whose "
+                                   "per-event squared gradients average into EWC's Fisher")
+    lwf_weights: list[Annotated[float, Field(ge=0)]] = Field(
+        min_length=1, description="grid of LwF distillation weights (official: 0.1); the best on validation is used "
+        "per seed")
     lwf_temperature: float = Field(gt=0, description="LwF distillation temperature (official default 2)")
     # LTF
     ltf_distribution_per_class: int = Field(ge=1, description="events per old class of LTF's distribution-only "
