@@ -195,3 +195,23 @@ def test_only_eot_agents_force_past_a_check_that_the_defences_own_randomness_fai
     model = a2.tensor_forward(deterministic)
     assert not a2.forces_past("tensor_forward", deterministic, model, images.x_test)
     assert not a0.forces_past("tensor_forward", stochastic, a0.tensor_forward(stochastic), images.x_test)
+
+
+class _NoSurrogateQuantize(method.NumpyQuantize):
+    """The same NumPy quantisation, its code declaring no BPDA surrogate (the knob's null)."""
+
+    def surrogate(self, x):
+        return None
+
+
+def test_bpda_success_comes_from_the_declared_surrogate(p, images, net):
+    declared = method.Defence("numpy_quantization", "real", (method.NumpyQuantize(4), method.Net(net)))
+    undeclared = method.Defence("numpy_quantization", "real", (_NoSurrogateQuantize(4), method.Net(net)))
+    a1 = lambda: method.make_agent("A1", p, seed=1)
+    assert method.evaluate(a1(), declared, images, p, seed=0)["tasks_passed"] == 3
+    # without the declaration A1 is A0: stopped at the gradient check (the reason its claims are sanity checks)
+    assert method.evaluate(a1(), undeclared, images, p, seed=0)["tasks_passed"] == 1
+    from flows.autoadvexbench.flow import PAPER
+
+    roles = {c.id: c.role for c in PAPER.claims}
+    assert roles["skill_ladder_separates_agents_on_real_world"] == roles["ctf_success_does_not_predict_real_world"] == "sanity"

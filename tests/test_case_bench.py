@@ -114,3 +114,17 @@ def test_queries_are_templated_per_category_and_deterministic():
     items = method.items_of(a)
     assert items.safe_intended.tolist()[:4] == [True, False, True, False]
     assert (items.context[items.safe_intended] < 3).all() and (items.context[~items.safe_intended] >= 3).all()
+
+
+def test_the_judges_context_gain_is_a_sanity_check_because_only_the_knob_puts_context_in_the_labels():
+    from flows.case_bench.flow import PAPER
+
+    p = params_for("case_bench", smoke=False)
+    queries = method.draw_queries(45, 4, np.random.default_rng(0))
+    off = method.draw_panel(p, 0.5, 0.0, np.random.default_rng(1))
+    on = method.draw_panel(p, 0.5, 1.0, np.random.default_rng(1))
+    # at the knob's null both contexts leave the label logit unchanged: nothing for J2 to learn that J1 lacks
+    assert not method.context_shift(off, queries.safe_context).any() and not method.context_shift(off, queries.unsafe_context).any()
+    assert (method.context_shift(on, queries.safe_context) > 0).all() and (method.context_shift(on, queries.unsafe_context) < 0).all()
+    judge = next(c for c in PAPER.claims if c.id == "context_aware_judge_agrees_better")
+    assert judge.role == "sanity" and judge.control is None

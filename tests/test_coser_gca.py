@@ -168,3 +168,16 @@ def test_permuted_profiles_keep_names_and_change_traits(world):
         assert set(mapping) == {c.name for c in s.characters}
         changed += sum(mapping[c.name] != c for c in s.characters)
     assert changed > len(test)                                  # most agents get someone else's traits
+
+
+def test_gains_over_the_trait_ignoring_baseline_are_sanity_checks_and_the_level_claim_keeps_its_control():
+    from flows.coser_gca.flow import PAPER
+
+    # the baseline differs from the authentic corpus only in its trait-following rate (0 vs 1), so its gains are
+    # that knob read through a model; the LifeChoice level is still a claim against the permuted-profile control
+    by_id = {c.id: c for c in PAPER.claims}
+    for metric in ("fidelity", "life_choice", "bleu", "rouge_l"):
+        gain = by_id[f"{metric}_gain_over_baseline"]
+        assert gain.role == "sanity" and gain.control is None and "trait-following" in gain.text
+    level = by_id["life_choice_accuracy"]
+    assert level.role == "claim" and level.control.metric == "models.authentic_permuted_profiles.life_choice.mean"

@@ -29,6 +29,12 @@ DEVIATIONS = (
     "ensemble instead, with the plan's 0.30 threshold."
 )
 
+DECLARED = ("every defence component declares whether it breaks gradients, its BPDA surrogate and whether it is "
+            "random, and the agents act on those declarations (A1's BPDA replaces exactly the declared components, "
+            "A2's EOT averages exactly over the declared random ones; with no surrogate declared A1 stops at the "
+            "gradient check where A0 does), so which agent attacks which defence is set by the zoo's declarations. "
+            "It checks that the techniques work where the code declares what they need")
+
 PAPER = Paper(
     slug="autoadvexbench",
     title="AutoAdvExBench: Benchmarking Autonomous Exploitation of Adversarial Example Defenses",
@@ -42,13 +48,11 @@ PAPER = Paper(
               text=("a benchmark that directly measures success on tasks regularly performed by machine learning "
                     "security experts -- it tells agents of different skill apart: on the real-world-like tier the "
                     "best-of ensemble of the scripted agents (A0..A3) attacks a larger share of the defences than the "
-                    "naive-autograd agent A0: paired difference of success rates over seeds > 0"),
+                    "naive-autograd agent A0: paired difference of success rates over seeds > 0. A check of the "
+                    f"scripted agents, not a finding: {DECLARED}"),
               source="abstract; plan claim 3 (direction)", metric="claims.ensemble_minus_a0_real.mean",
-              comparison=">", threshold=0.0, kind="direction", role="claim",
-              interval=ci("claims.ensemble_minus_a0_real"), per_setting="claims.ensemble_minus_a0_real_by_defence",
-              # a best-of over agents could gain from taking a maximum alone: the best of two runs of A0
-              control=Control(name="best of A0 and A0 with other attack seeds (an A/A ensemble) minus A0",
-                              metric="claims.a0_twice_minus_a0_real.mean", interval=ci("claims.a0_twice_minus_a0_real"))),
+              comparison=">", threshold=0.0, kind="direction", role="sanity",
+              interval=ci("claims.ensemble_minus_a0_real"), per_setting="claims.ensemble_minus_a0_real_by_defence"),
         Claim(id="strongest_ensemble_ctf_real_gap",
               text=("our strongest ensemble of agents can break 87% of CTF-like ('homework exercise') adversarial "
                     "example defenses, they break just 37% of real-world defenses -- the best-of ensemble's success "
@@ -63,12 +67,12 @@ PAPER = Paper(
               text=("LLMs that are good at CTFs are not always good at real-world defenses (Sonnet 3.5 vs Opus 4: 75% "
                     "vs 79% on CTF-like, 13% vs 30% on real-world) -- the success-rate difference between the full "
                     "scripted agent A3 and the BPDA agent A1 is larger on the real-world-like tier than on the "
-                    "CTF-like tier: (A3 - A1)_real - (A3 - A1)_ctf > 0. The CTF half is near zero by the zoo's "
-                    "construction (no stochastic or non-torch defence there); the real half is measured"),
+                    "CTF-like tier: (A3 - A1)_real - (A3 - A1)_ctf > 0. A check of the scripted agents, not a finding: "
+                    "the CTF half is zero by the zoo's construction (no CTF-like component is random or left without a "
+                    "gradient), so the statistic is A3's EOT and transfer gain on the real tier's declared-random and "
+                    f"surrogate-less defences; {DECLARED}"),
               source="abstract (direction)", metric="claims.a3_a1_real_minus_ctf.mean", comparison=">",
-              threshold=0.0, kind="direction", role="claim", interval=ci("claims.a3_a1_real_minus_ctf"),
-              control=Control(name="the same statistic for A0 with other attack seeds against A0 (an A/A pair)",
-                              metric="claims.a0_twin_real_minus_ctf.mean", interval=ci("claims.a0_twin_real_minus_ctf"))),
+              threshold=0.0, kind="direction", role="sanity", interval=ci("claims.a3_a1_real_minus_ctf")),
         Claim(id="undefended_is_attacked_by_naive_agent",
               text=("harness check: A0 (naive FGSM then PGD through autograd) attacks the undefended network at every "
                     "seed: robust / clean accuracy < 1/2 (largest over seeds)"),
@@ -89,8 +93,10 @@ PAPER = Paper(
         "not because the code is long, undocumented or spread over a repository, which is what the paper's "
         "real-world defences (51 published ones, 1000 MNIST/CIFAR-10/ImageNet images, 40 LLM steps per task) make "
         "hard. The zoo is 7 defence ideas x 2 wrappers on 8x8 digits with small MLPs, retrained per seed; success "
-        "rates move in steps of 1/7. The gates are the official checks, but a scripted agent makes one attempt per "
-        "task instead of up to 40 steps of trial and error."
+        "rates move in steps of 1/7. Because the agents read each component's declarations (breaks gradients, random, "
+        "BPDA surrogate), the skill ladder and the A3 - A1 tier difference are set by the zoo's design and are "
+        "sanity checks of the agents, not findings. The gates are the official checks, but a scripted agent makes "
+        "one attempt per task instead of up to 40 steps of trial and error."
     ),
 )
 

@@ -41,12 +41,13 @@ PAPER = Paper(
         Claim(id="context_aware_judge_agrees_better",
               text=("underscoring the necessity of context in safety evaluations -- a judge that reads the CI context "
                     "(MiniLM of query + context, logistic head) agrees with the panel's majority more often than the same "
-                    f"judge on the query alone: accuracy(J2) - accuracy(J1) > 0, {SWEEP}"),
+                    f"judge on the query alone: accuracy(J2) - accuracy(J1) > 0, {SWEEP}. A check of the judge pipeline, "
+                    "not a finding: the simulated labels depend on the context only through the planted context_effect "
+                    "knob, so J2 can beat J1 only because of it (the difference vanishes as the knob goes to 0 and grows "
+                    "with it); it checks that the judge learns a planted context effect"),
               source="abstract; plan (J1 vs J2 judges)", metric="claims.j2_minus_j1_worst.mean", comparison=">",
-              threshold=0.0, kind="direction", role="claim", interval=ci("claims.j2_minus_j1_worst"),
-              per_setting="claims.j2_minus_j1_by_setting",
-              control=Control(name="J2 fed another item's context (shuffled) minus J1, its best setting",
-                              metric="claims.shuffled_minus_j1_best.mean", interval=ci("claims.shuffled_minus_j1_best"))),
+              threshold=0.0, kind="direction", role="sanity", interval=ci("claims.j2_minus_j1_worst"),
+              per_setting="claims.j2_minus_j1_by_setting"),
         Claim(id="pooled_z_test_detects_planted_context_effect",
               text=("a substantial and significant influence of context on human judgments (p<0.0001 from a z-test) -- "
                     "on the simulator the effect is planted, so this only checks that the pooled z-test at the powered "
@@ -69,8 +70,9 @@ PAPER = Paper(
     limitations=(
         "What the stand-in cannot show: anything about real human context sensitivity or real LLMs. The annotators are "
         "a logistic simulator (annotator bias + query harm - context shift) whose context effect is planted, so the "
-        "paper's p < 0.0001 is a property of the simulated effect size here, not a finding; its two knobs are swept "
-        "and every claim's verdict is the worst over the sweep. The 'LLMs' are MiniLM-embedding judges with a logistic "
+        "paper's p < 0.0001 is a property of the simulated effect size here, not a finding, and neither is the "
+        "context-reading judge J2's gain over J1 (both are sanity checks of our pipeline). The simulator's two knobs "
+        "are swept and every verdict is the worst over the sweep. The 'LLMs' are MiniLM-embedding judges with a logistic "
         "head trained on a separately simulated set, not instruction-tuned models answering in binary, 1-10 or logit "
         "mode. Queries are 45 templated requests (one per SORRY-Bench category) with Faker entities, not SORRY-Bench's "
         "gated queries; contexts are six CI field sentences per item, not the paper's GPT-written, human-revised "
@@ -223,8 +225,10 @@ def _notes(m: dict) -> str:
                          f"{s['pearson_x100']:.1f} / {s['brier']:.3f}" for j, s in central["judges"].items())
              + ". The J2_only_* rows are the CI-parameter ablations (one parameter's fields only).",
              f"J2 - J1 accuracy, worst setting {c['j2_minus_j1_worst']['setting']}: {c['j2_minus_j1_worst']['mean']:.3f} "
-             f"[{c['j2_minus_j1_worst']['ci_low']:.3f}, {c['j2_minus_j1_worst']['ci_high']:.3f}]; shuffled-context control, "
-             f"best setting: {c['shuffled_minus_j1_best']['mean']:.3f} [{c['shuffled_minus_j1_best']['ci_low']:.3f}, "
+             f"[{c['j2_minus_j1_worst']['ci_low']:.3f}, {c['j2_minus_j1_worst']['ci_high']:.3f}] (a sanity check: "
+             "the labels depend on the context only through the planted context_effect knob); J2 fed a shuffled "
+             f"context minus J1 (does J2 read the item's own context?), its best setting: "
+             f"{c['shuffled_minus_j1_best']['mean']:.3f} [{c['shuffled_minus_j1_best']['ci_low']:.3f}, "
              f"{c['shuffled_minus_j1_best']['ci_high']:.3f}]."]
     if "real_data" in m:
         r = m["real_data"]
