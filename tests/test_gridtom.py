@@ -151,3 +151,45 @@ def test_mass_mean_direction_and_probes_find_a_planted_signal():
     fit, score = order[:200], order[200:]
     acc = M.probe_accuracies(acts, labels, fit, score)
     assert acc[1] > 0.9 and acc[0] < 0.65 and acc[2] < 0.65
+
+
+def test_mean_ablation_replaces_only_the_named_heads_by_their_mean(tiny):
+    p, model, q = tiny
+    acts = M.head_outputs(model, q.ids).numpy()                 # (n, H, d_head)
+    mean = acts.mean(axis=0)
+    heads, d_head = np.array([1, 6]), p.d_model // p.n_head
+    seen = {}
+
+    def record(layer, x):
+        seen[layer] = x.clone()
+    with torch.no_grad(), M.head_edit(model, M.mean_ablation(heads, mean, p.n_head)), \
+            M.head_edit(model, record):                         # hooks run in order: ablation, then the read-out
+        model(q.ids)
+    for layer in range(p.n_layer):
+        for within in range(p.n_head):
+            h, s = layer * p.n_head + within, slice(within * d_head, (within + 1) * d_head)
+            got = seen[layer][:, s].numpy()
+            if h in heads:
+                assert np.allclose(got, mean[h], atol=1e-6)
+            else:
+                assert not np.allclose(got, mean[h], atol=1e-3)
+
+
+def test_spares_reality_is_inconclusive_when_steering_changed_nothing():
+    from flows.gridtom.flow import PAPER
+    from tasks.claims import check_claims
+    box = lambda mean, low, high: {"mean": mean, "ci_low": low, "ci_high": high}
+
+    def metrics(changed):
+        return {"probe": {k: box(0.5, 0.4, 0.6) for k in ("best_head", "best_head_permuted", "median_head",
+                                                           "median_head_asked_agent")},
+                "diff": {"steered_minus_none": {"false_belief": box(0.0, -0.01, 0.01)},
+                         "control_minus_none": {"false_belief": box(0.0, -0.01, 0.01)},
+                         "none_minus_steered": {"reality": box(0.0, -0.005, 0.005)},
+                         "none_minus_steered_heads_ablated": {"reality": box(0.2, 0.1, 0.3)}},
+                "changed": {"false_belief": changed},
+                "accuracy": {"none": {"reality": box(0.99, 0.98, 1.0)}},
+                "sanity": {"hook_identity_max_abs": 0.0}}
+    verdicts = lambda changed: {r.id: r.verdict for r in check_claims(PAPER, metrics(changed), 5)}
+    assert verdicts(box(0.3, 0.2, 0.4))["steering_spares_reality"] == "reproduced"
+    assert verdicts(box(0.0, 0.0, 0.0))["steering_spares_reality"] == "inconclusive"

@@ -42,7 +42,18 @@ PAPER = Paper(
     source="abstracts-004.txt #17",
     official_code="DDVD233/climb (not read)",
     claims=(
-        _pretraining_claim("ecg", "23% in ECG analysis"),
+        # demoted: the ECG source diagnostic_100hz carries the target's own 7-class label set (SHARED), and the other
+        # two sources are subsets of it, so "pretraining" here is more data for the same task, not transfer
+        Claim(id="multitask_pretraining_improves_ecg",
+              text=("multitask pretraining improves on single-task learning (paper: up to 23% in ECG analysis) -- ECG "
+                    "target test AUC of the multitask-pretrained encoder fine-tuned on the small target minus that of "
+                    f"the same encoder trained on the target alone > 0.05 {STAND_IN}. A sanity check, not the paper's "
+                    "claim: the source diagnostic_100hz shares the target's label set (and the other sources are "
+                    "subsets of it), so pretraining is more data for the same task; every ECG source in the code "
+                    "shares labels with the target"),
+              source="abstract; plan claim check 1 (the plan's 0.05 AUC; demoted: more data for the same task here)",
+              metric="claims.ecg_gain.mean", comparison=">", threshold=0.05, kind="magnitude", role="sanity",
+              interval=ci("claims.ecg_gain")),
         _pretraining_claim("ultrasound", "29% improvement in ultrasound"),
         Claim(id="pretraining_improves_few_shot_new_task",
               text=("pretraining on CLIMB also effectively improves models' generalization capability to new tasks -- "
@@ -246,7 +257,9 @@ def _notes(m: dict) -> str:
         + ". Ultrasound: " + "; ".join(f"{k} {fmt(v)}" for k, v in m["ultrasound"]["target_auc"].items()) + ".",
         "Relative gains (the paper's unit): ECG "
         f"{c['ecg_gain']['mean'] / ecg['target_auc']['single_task']['mean']:+.1%}, ultrasound "
-        f"{c['ultrasound_gain']['mean'] / m['ultrasound']['target_auc']['single_task']['mean']:+.1%}.",
+        f"{c['ultrasound_gain']['mean'] / m['ultrasound']['target_auc']['single_task']['mean']:+.1%} (the ECG gain is "
+        "a sanity check, not counted: its sources carry the target's own labels on the same signal; the ultrasound "
+        "target's sources are x-ray-like images, another look).",
         "Few-shot AUC (held-out task): " + "; ".join(
             f"{k}: " + ", ".join(f"{e} {fmt(v)}" for e, v in by.items()) for k, by in ecg["few_shot_auc"].items()) + ".",
         "Fusion AUC per encoder (ECG only / concat / gated / cross-attention): " + "; ".join(

@@ -66,13 +66,13 @@ PAPER = Paper(
         Claim(id="detection_tracks_simulation",
               text=("[scorers] cheaper to run than the previous state of the art -- and tracking it: Spearman "
                     "correlation across latents of detection accuracy with the simulation score (OpenAI-style, "
-                    f"Pearson r of simulated and true activations) >= 0.5 {STANDIN}; {SWEEP}"),
-              source="abstract; plan claim 2 (magnitude, the plan's threshold)",
+                    f"Pearson r of simulated and true activations) >= 0.5 {STANDIN}; {SWEEP}. A sanity check, not "
+                    "the paper's claim: here detection and simulation both evaluate the same parsed predicate "
+                    "(method.detection_answers and method.simulation_score), so they agree by construction"),
+              source="abstract; plan claim 2 (the plan's threshold; demoted: holds by construction here)",
               metric="claims.spearman_det_sim.mean", comparison=">=", threshold=0.5, kind="magnitude",
-              role="claim", interval=ci("claims.spearman_det_sim"), per_setting="claims.spearman_det_sim_by_eps",
-              control=Control(name="detection vs the simulation score of a shuffled explanation",
-                              metric="claims.spearman_det_sim_ctrl.mean",
-                              interval=ci("claims.spearman_det_sim_ctrl"))),
+              role="sanity", interval=ci("claims.spearman_det_sim"),
+              per_setting="claims.spearman_det_sim_by_eps"),
         Claim(id="intervention_recalls_missed_latents",
               text=("intervention scoring ... explains latents that are not recalled by existing methods -- among "
                     "SAE latents with detection accuracy < 0.6, the fraction with intervention score > 0.6 is >= "
@@ -123,7 +123,8 @@ PAPER = Paper(
         "they ignore context clauses. The embedding scorer is the real all-MiniLM-L6-v2. What this cannot show: "
         "the interpretability of real LLM latents, the quality of LLM-written explanations, the paper's "
         "scorer costs and figures, or the agreement of LLM scorers; since detection and simulation read the "
-        "same parsed predicate, their agreement here is an upper bound on what separate LLM calls would give."
+        "same parsed predicate, their agreement holds by construction (reported as a sanity check, not counted) "
+        "and says nothing about what separate LLM calls would give."
     ),
 )
 
@@ -184,17 +185,11 @@ def delphi_autointerp_flow(params: Params, ctx: RunContext) -> RunOutput:
 
     # scorer agreement: Spearman across latents within each seed
     sae = rows[rows["set"] == "sae"].sort_values(["seed", "latent"])
-    shuf = rows[rows["set"] == "sae_shuffled"].sort_values(["seed", "latent"])
-    sp, sp_ctrl = {}, {}
+    sp = {}
     for e in eps_list:
-        per_seed = [method.spearman_or_zero(g[f"detection@{e}"].to_numpy(), g["simulation"].to_numpy())
-                    for _, g in sae.groupby("seed")]
-        per_seed_ctrl = [method.spearman_or_zero(g[f"detection@{e}"].to_numpy(),
-                                                 shuf[shuf["seed"] == s]["simulation"].to_numpy())
-                         for s, g in sae.groupby("seed")]
-        sp[e], sp_ctrl[e] = stats.summarize(per_seed), stats.summarize(per_seed_ctrl)
-    w = _worst(sp)
-    claims["spearman_det_sim"], claims["spearman_det_sim_ctrl"] = w, sp_ctrl[w["eps"]]
+        sp[e] = stats.summarize([method.spearman_or_zero(g[f"detection@{e}"].to_numpy(), g["simulation"].to_numpy())
+                                 for _, g in sae.groupby("seed")])
+    claims["spearman_det_sim"] = _worst(sp)
     claims["spearman_det_sim_by_eps"] = {str(e): sp[e]["mean"] for e in eps_list}
 
     # intervention recall of latents missed by detection, pooled over seeds
@@ -285,8 +280,9 @@ def delphi_autointerp_flow(params: Params, ctx: RunContext) -> RunOutput:
         f"intervention {table['sae']['intervention']['mean']:.3f} (shuffled "
         f"{table['sae_shuffled']['intervention']['mean']:.3f}). Detection against MiniLM hard negatives: "
         f"{table['sae']['detection_hard@0.0']['mean']:.3f} (random negatives "
-        f"{table['sae']['detection@0.0']['mean']:.3f}). Spearman(detection, simulation) by flip rate: "
-        f"{c['spearman_det_sim_by_eps']}. Latents missed by detection (< {params.detection_low}) and recalled by "
+        f"{table['sae']['detection@0.0']['mean']:.3f}). Spearman(detection, simulation) by flip rate (a sanity "
+        f"check: both read the same parsed predicate): {c['spearman_det_sim_by_eps']}. Latents missed "
+        f"by detection (< {params.detection_low}) and recalled by "
         f"intervention (> {params.intervention_high}), by flip rate: {c['intervention_recall_by_eps']} "
         f"(worst-rate pool: {c['intervention_recall'].get('k', 0)} of {c['intervention_recall']['n']}). "
         f"Quantile minus top-only explanations on the lowest quantile, by flip rate: {c['quantile_low_by_eps']}; "

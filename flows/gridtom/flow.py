@@ -17,7 +17,7 @@ from tasks.rows import by_seed
 ON_STAND_IN = ("on the stand-in (a small GPT trained from scratch on GridToM-lite: two rooms, a door, "
                "agents A and B and an object, each agent's view masked while the door is shut)")
 SPLITS = ("false_belief", "true_belief", "reality", "initial", "second_order")
-CONDITIONS = ("none", "steered", "random_heads", "random_directions", "mean_ablation")
+CONDITIONS = ("none", "steered", "random_heads", "random_directions", "steered_heads_ablated")
 
 PAPER = Paper(
     slug="gridtom",
@@ -61,14 +61,22 @@ PAPER = Paper(
                               interval=ci("diff.control_minus_none.false_belief"))),
         Claim(id="steering_spares_reality",
               text=("side effects (plan): test accuracy on reality questions ('where is the object now') without "
-                    f"intervention - with the chosen steering <= 0.02 {ON_STAND_IN}"),
+                    f"intervention - with the chosen steering <= 0.02 {ON_STAND_IN}; gated on the steering changing "
+                    "false-belief answers at all (else sparing reality is vacuous)"),
               source="plan claim check 3 (magnitude)", metric="diff.none_minus_steered.reality.mean",
               comparison="<=", threshold=0.02, kind="magnitude", role="claim",
-              interval=ci("diff.none_minus_steered.reality"),
-              # replacing every head's output at the answer position by its mean must cost far more than 2 points
-              control=Control(name="all heads mean-ablated at the answer position",
-                              metric="diff.none_minus_mean_ablation.reality.mean",
-                              interval=ci("diff.none_minus_mean_ablation.reality"))),
+              interval=ci("diff.none_minus_steered.reality"), requires=("steering_changes_false_belief",),
+              # the heads the steering shifts, mean-ablated instead: if reality does not depend on them, sparing it
+              # is no evidence (replaces all heads mean-ablated, a strawman that fails by a mile)
+              control=Control(name="the chosen top-K heads mean-ablated at the answer position",
+                              metric="diff.none_minus_steered_heads_ablated.reality.mean",
+                              interval=ci("diff.none_minus_steered_heads_ablated.reality"))),
+        Claim(id="steering_changes_false_belief",
+              text=("the chosen steering has an effect to spare reality from: the fraction of false-belief test "
+                    "answers it changes > 0.05 (the claimed gain's own size: fewer changed answers cannot give it)"),
+              source="ours (working-method gate of steering_spares_reality)",
+              metric="changed.false_belief.mean", comparison=">", threshold=0.05, kind="magnitude", role="sanity",
+              interval=ci("changed.false_belief")),
         Claim(id="model_learned_reality",
               text="the stand-in learned its world: test accuracy on reality questions without intervention >= 0.9",
               source="ours", metric="accuracy.none.reality.mean", comparison=">=", threshold=0.9,
@@ -117,8 +125,10 @@ def gridtom_flow(params: Params, ctx: RunContext) -> RunOutput:
                                                                              acc["none"][s]) for s in SPLITS},
                  "control_minus_none": {s: stats.paired_difference(best_control[s], acc["none"][s]) for s in SPLITS},
                  "none_minus_steered": {s: stats.paired_difference(acc["none"][s], acc["steered"][s]) for s in SPLITS},
-                 "none_minus_mean_ablation": {s: stats.paired_difference(acc["none"][s], acc["mean_ablation"][s])
-                                              for s in SPLITS}},
+                 "none_minus_steered_heads_ablated": {s: stats.paired_difference(acc["none"][s],
+                                                                                 acc["steered_heads_ablated"][s])
+                                                      for s in SPLITS}},
+        "changed": {"false_belief": stats.summarize([r["false_belief_answers_changed"] for r in rows])},
         "validation": _best_validation_gain(rows),
         "chosen": {"k": [int(r["chosen_k"]) for r in rows], "alpha": [float(r["chosen_alpha"]) for r in rows]},
         "sanity": {"hook_identity_max_abs": float(max(r["hook_identity_max_abs"] for r in rows))},
@@ -197,7 +207,7 @@ def _setup(p: Params) -> str:
         f"accuracy on {p.n_val} false-belief and {p.n_val} true-belief validation questions. **Test**: {p.n_test} questions per split "
         "(first-order false belief, first-order true belief, reality, initial, second-order), under: no intervention, "
         "the chosen steering, K random heads (their own directions), the top-K heads along random directions of the "
-        "same norm, and all heads mean-ablated at the answer position. "
+        "same norm, and the chosen top-K heads mean-ablated at the answer position. "
         f"{p.seeds} seeds; 95% bootstrap intervals over seeds."
     )
 
@@ -222,7 +232,9 @@ def _notes(p: Params, m: dict, per_seed: pd.DataFrame) -> str:
         f"**Steering effects (paired over seeds).** False belief: steered - none {_fmt(d['steered_minus_none']['false_belief'])}, "
         f"random heads - none {_fmt(d['random_heads_minus_none']['false_belief'])}, random directions - none "
         f"{_fmt(d['random_directions_minus_none']['false_belief'])}. True belief: steered - none "
-        f"{_fmt(d['steered_minus_none']['true_belief'])}. Reality: none - steered {_fmt(d['none_minus_steered']['reality'])}; "
+        f"{_fmt(d['steered_minus_none']['true_belief'])}; share of false-belief answers the steering changes "
+        f"{_fmt(m['changed']['false_belief'])}. Reality: none - steered {_fmt(d['none_minus_steered']['reality'])}, "
+        f"none - the steered heads mean-ablated {_fmt(d['none_minus_steered_heads_ablated']['reality'])}; "
         f"second order: steered - none {_fmt(d['steered_minus_none']['second_order'])}. On validation, the largest "
         f"false-belief gain of any (K, alpha) over no intervention was {m['validation']['best_false_belief_gain']:+.3f} "
         f"(mean over seeds), at a true-belief change of {m['validation']['true_belief_change_there']:+.3f} "
@@ -234,5 +246,8 @@ def _notes(p: Params, m: dict, per_seed: pd.DataFrame) -> str:
         "input, as GridToM provides perceptual information from each perspective; the probe label is false vs true "
         "first-order belief on a balanced split; (K, alpha) maximise balanced first-order accuracy on validation (a "
         "criterion on false belief alone would reward answering 'not reality' everywhere); the shift is added at the "
-        "answer position only; the side-effect control mean-ablates all heads there."
+        "answer position only. **Changed after the first full run** (the issue: the steering chosen there changed "
+        "nothing on false belief, and the all-heads mean ablation was a strawman control): steering_spares_reality "
+        "now requires the sanity check steering_changes_false_belief (share of false-belief answers the steering "
+        "changes > 0.05), and its control mean-ablates only the chosen top-K heads, decided before this run."
     )

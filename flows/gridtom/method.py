@@ -312,6 +312,20 @@ def steering(heads: np.ndarray, directions: np.ndarray, sigma: np.ndarray, alpha
     return lambda layer, x: x + shift[layer] if layer in shift else None
 
 
+def mean_ablation(heads: np.ndarray, mean_outputs: np.ndarray, n_head: int) -> HeadEdit:
+    """Replace each head in ``heads`` (flat indices) by its mean output (H, d_head) at the last position."""
+    d_head = mean_outputs.shape[1]
+    mask: dict[int, torch.Tensor] = {}
+    value: dict[int, torch.Tensor] = {}
+    for h in heads:
+        layer, within = divmod(int(h), n_head)
+        span = slice(within * d_head, (within + 1) * d_head)
+        mask.setdefault(layer, torch.zeros(n_head * d_head, dtype=torch.bool))[span] = True
+        value.setdefault(layer, torch.zeros(n_head * d_head))[span] = torch.as_tensor(mean_outputs[h],
+                                                                                     dtype=torch.float32)
+    return lambda layer, x: torch.where(mask[layer], value[layer], x) if layer in mask else None
+
+
 def random_unit(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
     """Random unit vectors (rows), uniform on the sphere."""
     v = rng.standard_normal(shape)
@@ -365,22 +379,26 @@ def run_seed(p: Params, seed: int, data_dir: str) -> dict:
                                         for kind in ("second_AB", "second_BA")])}
         control_rng = numpy_rng(seed, STREAM_CONTROL)
         random_heads = control_rng.choice(len(head_acc), size=k, replace=False)
-        mean_head = torch.as_tensor(acts.mean(axis=0).reshape(model.config.n_layer, -1), dtype=torch.float32)
         edits: dict[str, HeadEdit | None] = {
             "none": None,
             "steered": steering(ranking[:k], theta, sigma, alpha, n_head),
             "random_heads": steering(random_heads, theta, sigma, alpha, n_head),
             "random_directions": steering(ranking[:k], random_unit(theta.shape, control_rng), sigma, alpha, n_head),
-            "mean_ablation": lambda layer, x: mean_head[layer].expand_as(x),
+            # the side-effect control: the steered heads themselves knocked out, so "steering them spares reality"
+            # says something only if reality depends on them
+            "steered_heads_ablated": mean_ablation(ranking[:k], acts.mean(axis=0), n_head),
         }
         acc = {name: {split: accuracy(model, q, edit) for split, q in test.items()} for name, edit in edits.items()}
+        # the working-method gate of the side-effect claim: did the chosen steering change any false-belief answer?
+        false_belief = test["false_belief"].ids
+        changed = float((predict(model, false_belief, edits["steered"]) != predict(model, false_belief)).mean())
         identity = lambda layer, x: x.clone()
         with torch.no_grad():
             plain = model(test["reality"].ids[:64])[0]
             with head_edit(model, identity):
                 hooked = model(test["reality"].ids[:64])[0]
     return {
-        "seed": seed, "accuracy": acc, "chosen_k": k, "chosen_alpha": alpha,
+        "seed": seed, "accuracy": acc, "false_belief_answers_changed": changed, "chosen_k": k, "chosen_alpha": alpha,
         "val_grid": {"no intervention": _balanced(model, val, None),
                      **{f"K={kk}, alpha={a:g}": v for (kk, a), v in val_acc.items()}},
         "head_accuracy": head_acc.tolist(), "head_accuracy_permuted": permuted.tolist(),

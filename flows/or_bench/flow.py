@@ -28,12 +28,14 @@ PAPER = Paper(
     claims=(
         Claim(id="ensemble_keeps_benign_prompts",
               text=("a novel method for automatically generating large-scale over-refusal datasets -- the moderator "
-                    "ensemble's kept 'seemingly toxic' prompts are truly benign: precision >= 0.9 " + SWEEP),
-              source="abstract; plan claim 1 (magnitude)", metric="claims.ensemble_precision_worst.mean",
-              comparison=">=", threshold=0.9, kind="magnitude", role="claim",
-              interval=ci("claims.ensemble_precision_worst"), per_setting="claims.ensemble_precision_by_setting",
-              control=Control(name="the same ensemble with moderators trained on permuted labels, its best setting",
-                              metric="claims.control_precision_best.mean", interval=ci("claims.control_precision_best"))),
+                    "ensemble's kept 'seemingly toxic' prompts are truly benign: precision >= 0.9 " + SWEEP + ". A "
+                    "sanity check, not the paper's claim: the six fixed rewrite templates each carry their label and "
+                    "the moderators train on all six with true labels, so the filter holds by construction (TF-IDF + "
+                    "naive Bayes alone scores 1.000)"),
+              source="abstract; plan claim 1 (magnitude; demoted: holds by construction here)",
+              metric="claims.ensemble_precision_worst.mean", comparison=">=", threshold=0.9, kind="magnitude",
+              role="sanity", interval=ci("claims.ensemble_precision_worst"),
+              per_setting="claims.ensemble_precision_by_setting"),
         Claim(id="ensemble_beats_each_moderator",
               text=("the LLM-ensemble moderation improves on a single moderator -- ensemble precision minus the best "
                     "single moderator's precision > 0 " + SWEEP),
@@ -106,12 +108,11 @@ def _setting_metrics(runs: list[dict]) -> dict:
 
 def _claims(settings: dict) -> dict:
     _, precision = _worst(settings, "ensemble_precision", low=True)
-    _, control = _worst(settings, "control_precision", low=False)
     _, gain = _worst(settings, "ensemble_minus_best_single", low=True)
     _, control_gain = _worst(settings, "control_minus_best_single", low=False)
     seeds = len(next(iter(settings.values()))["hard_models_per_seed"])
     return {
-        "ensemble_precision_worst": precision, "control_precision_best": control,
+        "ensemble_precision_worst": precision,
         "ensemble_precision_by_setting": {k: s["ensemble_precision"]["mean"] for k, s in settings.items()},
         "ensemble_minus_best_single_worst": gain, "control_minus_best_single_best": control_gain,
         "ensemble_minus_best_single_by_setting": {k: s["ensemble_minus_best_single"]["mean"] for k, s in settings.items()},
