@@ -213,3 +213,13 @@ def test_competitive_needs_all_three_axes():
     a, b = _competitive(paired, ["t1", "t2"], "a"), _competitive(paired, ["t1", "t2"], "b")
     assert a["fraction_ok_without_dcr"] == 1.0 and a["fraction_ok"] == 0.0     # memoriser: caught by DCR only
     assert b["fraction_ok"] == 1.0 and b["ok_by_dataset"] == {"t1": 1.0, "t2": 1.0}
+
+
+def test_speed_checks_are_sanity_checks_without_controls():
+    """One wall-clock ratio per table is no measured speed claim: the three speed checks are reported, not counted."""
+    from flows.tabsds.flow import PAPER
+
+    ids = {c.id: c for c in PAPER.claims}
+    for cid in ("faster_than_ctgan_100x", "faster_than_tabddpm_100x", "faster_than_arf"):
+        assert ids[cid].role == "sanity" and ids[cid].control is None
+    assert ids["competitive_with_tabddpm"].role == "claim"

@@ -37,7 +37,10 @@ def _claims(spectrum: str) -> tuple[Claim, ...]:
                    "last 30% of training is >= 2x its value at initialisation (worst run per seed)" + on,
               source="abstract; plan claim 1 (direction)", metric=f"{S}.eos.min_rise.mean", comparison=">=",
               threshold=2.0, kind="direction", role="claim", interval=ci(f"{S}.eos.min_rise"),
-              control=ctrl("depth ablated: linear regression (D = 1), same data and init norm, below its edge",
+              # no nearer control in this code: every deep run (any D >= 2, eta, batch size) sharpens from a
+              # small start, so the ablated mechanism, depth, is the only null; it cannot pass
+              control=ctrl("strawman: depth ablated, linear regression (D = 1), same data and init norm, below its "
+                           "edge; its Hessian is constant, so its rise is 1 by construction",
                            f"{S}.eos.linear_rise")),
         Claim(id=f"edge_of_stability_2_over_eta{sfx}",
               text="... before saturating at the edge of stability: with S* > 2/eta, every recorded sharpness "
@@ -56,13 +59,14 @@ def _claims(spectrum: str) -> tuple[Claim, ...]:
               source="abstract; plan claim 2 (direction)", metric=f"{S}.difficulty.spearman.mean", comparison=">=",
               threshold=0.9, kind="direction", role="claim", interval=ci(f"{S}.difficulty.spearman"),
               control=ctrl("the same runs at initialisation, before any sharpening", f"{S}.difficulty.spearman_at_init")),
+        # sanity: S* is our own derivation (the paper's bound could not be read), so matching it checks our
+        # formula and that GD reaches it within the budget, not a claim of the paper
         Claim(id=f"difficulty_matches_closed_form{sfx}",
-              text="terminal sharpness at one fixed eta matches the closed form min(S*(Q, D), 2/eta), S* = "
-                   "Q^((D-1)/D) lambda_max((XX^T + (D-1) Xuu^TX^T)/n), within 25% at every difficulty level" + on,
+              text="terminal sharpness at one fixed eta matches our closed form min(S*(Q, D), 2/eta), S* = "
+                   "Q^((D-1)/D) lambda_max((XX^T + (D-1) Xuu^TX^T)/n), within 25% at every difficulty level (sanity "
+                   "check: S* is our derivation, not the paper's)" + on,
               source="plan claim 2 (magnitude)", metric=f"{S}.difficulty.max_rel_err.mean", comparison="<=",
-              threshold=0.25, kind="magnitude", role="claim", interval=ci(f"{S}.difficulty.max_rel_err"),
-              control=ctrl("a prediction without depth or difficulty: lambda_max(X^T X/n)",
-                           f"{S}.difficulty.max_rel_err_linear")),
+              threshold=0.25, kind="magnitude", role="sanity", interval=ci(f"{S}.difficulty.max_rel_err")),
         Claim(id=f"depth_increases_sharpness{sfx}",
               text="network depth affects the degree of progressive sharpening: terminal sharpness of GD at one "
                    "fixed eta increases with D in {2, 3, 4, 6, 8} (Spearman >= 0.9)" + on,
@@ -70,11 +74,10 @@ def _claims(spectrum: str) -> tuple[Claim, ...]:
               threshold=0.9, kind="direction", role="claim", interval=ci(f"{S}.depth.spearman"),
               control=ctrl("the same runs at initialisation, before any sharpening", f"{S}.depth.spearman_at_init")),
         Claim(id=f"depth_matches_closed_form{sfx}",
-              text="terminal sharpness at one fixed eta matches min(S*(Q, D), 2/eta) within 25% at every depth" + on,
+              text="terminal sharpness at one fixed eta matches our min(S*(Q, D), 2/eta) within 25% at every depth "
+                   "(sanity check: S* is our derivation, not the paper's)" + on,
               source="plan claim 2's 25% applied to the depth sweep [ours]", metric=f"{S}.depth.max_rel_err.mean",
-              comparison="<=", threshold=0.25, kind="magnitude", role="claim", interval=ci(f"{S}.depth.max_rel_err"),
-              control=ctrl("a prediction without depth or difficulty: lambda_max(X^T X/n)",
-                           f"{S}.depth.max_rel_err_linear")),
+              comparison="<=", threshold=0.25, kind="magnitude", role="sanity", interval=ci(f"{S}.depth.max_rel_err")),
         Claim(id=f"sgd_below_gd{sfx}",
               text="stochasticity of optimizers affects the degree of progressive sharpening: mean terminal "
                    "sharpness of SGD with batch size 1 is below GD's at the same eta (worst of the step sizes)" + on,
@@ -172,8 +175,6 @@ def _sweep_metrics(runs: pd.DataFrame, group: str, x: str, seeds: list[int]) -> 
         "spearman_at_init": stats.summarize(_seed_values(sub, seeds, lambda g: stats.spearman(g[x], g["S0"]))),
         "max_rel_err": stats.summarize(_seed_values(
             sub, seeds, lambda g: (g["terminal"] / g["S_pred_terminal"] - 1.0).abs().max(skipna=False))),
-        "max_rel_err_linear": stats.summarize(_seed_values(
-            sub, seeds, lambda g: (g["terminal"] / g["S_linear"] - 1.0).abs().max(skipna=False))),
         "diverged": int(sub["diverged"].sum()),
         "by_level": {f"{key}_{k:g}": {
             "Q": float(g["Q"].mean()), "S_pred": float(g["S_pred"].mean()), "terminal": float(g["terminal"].mean()),
@@ -433,12 +434,18 @@ def _notes(p: Params, m: dict) -> str:
         "sharpening that difficulty causes from the order the labels impose at initialisation. "
         f"Its Spearman at initialisation: isotropic {m['isotropic']['difficulty']['spearman_at_init']['mean']:.2f}, "
         f"power-law {m['power_law']['difficulty']['spearman_at_init']['mean']:.2f}. Progressive sharpening: linear regression (D = 1), whose Hessian X^T X/n cannot "
-        "move, so its rise is 1 by construction; it shows the 2x threshold is not met by any model, only that "
-        "depth is what sharpens. Edge of stability: the same GD below the edge (r < 1), which must not sit at "
-        "2/eta. Difficulty and depth: the same runs' sharpness at initialisation (is the order already there "
-        "before training?). Closed-form matches: the depth- and difficulty-free prediction lambda_max(X^T X/n). "
+        "move, so its rise is 1 by construction: a strawman that cannot pass, kept because no nearer null exists "
+        "here (every deep run, at any depth, step size or batch size, sharpens from the small start), so that "
+        "claim's verdict rests on its own interval alone. Edge of stability: the same GD below the edge (r < 1), "
+        "which must not sit at 2/eta. Difficulty and depth: the same runs' sharpness at initialisation (is the "
+        "order already there before training?). "
         "SGD: a second GD run from another initial direction (no stochasticity, same comparison). MLP: the same "
         "networks at step 0.\n\n"
+        "**Closed-form matches are sanity checks.** `difficulty_matches_closed_form` and "
+        "`depth_matches_closed_form` (both spectra) compare the measured sharpness with S*(Q, D), our own "
+        "derivation rather than a formula read in the paper, and their former control was a knowingly wrong "
+        "prediction (lambda_max(X^T X/n), without depth or difficulty); they check our formula and that GD "
+        "reaches it within the budget, so they are reported apart and not counted.\n\n"
         "**SGD** uses the same eta and the same number of updates as GD (equal epochs would give batch size 1 "
         f"n = {p.n} times more updates). Whether lower sharpness is a flatter near-minimum or a failure to fit "
         "shows in the loss and the layer balance (1 = balanced): " + _sgd_reading(p, m, "isotropic") + "; "

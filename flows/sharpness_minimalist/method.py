@@ -405,7 +405,6 @@ def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
         run = {"spectrum": spectrum, "group": group, "X": X, "y": y, "depth": depth, "batch_size": batch, **extra}
         _, run["Q"] = optimum(X, y)
         run["S_pred"] = predicted_sharpness(X, y, depth)
-        run["S_linear"] = predicted_sharpness(X, y, 1)  # lambda_max(X^T X/n): the depth-free prediction
         run["eta"] = ratio * 2.0 / run["S_pred"] if ratio is not None else p.fixed_eta
         run["ratio"] = ratio if ratio is not None else p.fixed_eta * run["S_pred"] / 2.0
         into.append(run)
@@ -444,7 +443,7 @@ def run_seed(p: Params, seed: int, digits_path: str | None = None) -> dict:
                 "depth": run["depth"], "ratio": run["ratio"], "eta": run["eta"], "batch_size": run["batch_size"],
                 "level": run.get("level", -1), "noise": run.get("noise", p.base_noise),
                 "teacher_norm": run.get("teacher_norm", p.beta_norm),
-                "Q": run["Q"], "S_pred": run["S_pred"], "S_linear": run["S_linear"], "edge": edge,
+                "Q": run["Q"], "S_pred": run["S_pred"], "edge": edge,
                 "S_pred_terminal": min(run["S_pred"], edge),
                 "S0": float(sharp[0]), "terminal": float(np.mean(tail)), "tail_min": float(np.min(tail)),
                 "tail_max": float(np.max(tail)), "tail_max_rel_dev_edge": float(np.max(np.abs(tail / edge - 1.0))),

@@ -15,16 +15,19 @@ from tasks import stats
 from tasks.contract import Claim, Control, Paper, RunContext, RunOutput
 from tasks.paper import paper_flow, run_mapped, run_task
 
-def _speed_claim(other: str, claim_id: str, threshold: float, comparison: str, text: str, control: str,
-                 control_name: str, scaled: str | None = None) -> Claim:
-    """TabSDS time / ``other``'s time, worst table; the control puts another slow generator in TabSDS's place."""
-    return Claim(id=claim_id, text=text, source="abstract; plan claim 1", metric=f"timings.speed.max_ratio_{other}",
-                 comparison=comparison, threshold=threshold, kind="magnitude" if threshold < 1 else "direction",
-                 role="claim", per_setting=f"timings.speed.{other}",
-                 no_interval_reason="the baselines run on one seed (one split) per table: the metric is the worst "
-                                    "table's single time ratio",
-                 control=Control(name=control_name, metric=f"timings.speed.control_{control}_over_{other}.max"),
-                 scaled=scaled)
+SPEED_SANITY = ("a sanity check, not counted: the time ratio is one wall-clock measurement per table (the "
+                "baselines run once, on one seed, in a shared process), not the method and the baseline interleaved "
+                "and repeated with an interval over repeats; with baselines at 3-10 s per table such a measurement "
+                "would cost several times this paper's run, and the single ratio flips with machine load")
+
+
+def _speed_check(other: str, claim_id: str, threshold: float, comparison: str, text: str,
+                 scaled: str | None = None) -> Claim:
+    """TabSDS time / ``other``'s time, worst table, as a sanity check (see ``SPEED_SANITY``)."""
+    return Claim(id=claim_id, text=f"{text} ({SPEED_SANITY})", source="abstract; plan claim 1",
+                 metric=f"timings.speed.max_ratio_{other}", comparison=comparison, threshold=threshold,
+                 kind="magnitude" if threshold < 1 else "direction", role="sanity",
+                 per_setting=f"timings.speed.{other}", scaled=scaled)
 
 
 PAPER = Paper(
@@ -35,22 +38,19 @@ PAPER = Paper(
     source="abstracts-004.txt #12",
     official_code="echaibub/TabSDS (GitHub; Python utilities and Synthcity plugin read)",
     claims=(
-        _speed_claim("ctgan", "faster_than_ctgan_100x", 0.01, "<=",
+        _speed_check("ctgan", "faster_than_ctgan_100x", 0.01, "<=",
                      "the execution time of TabSDS is orders of magnitude faster than the deep generative baselines "
                      "(CTGAN: TabSDS fit+sample time <= 1/100 of CTGAN's on every dataset)",
-                     "tvae", "TVAE (a deep generator of the same library) instead of TabSDS",
                      scaled="CTGAN runs 100 epochs on at most 1,000 rows, far below the paper's tables: its time here "
                             "is a lower bound on the paper's"),
-        _speed_claim("tabddpm", "faster_than_tabddpm_100x", 0.01, "<=",
+        _speed_check("tabddpm", "faster_than_tabddpm_100x", 0.01, "<=",
                      "orders of magnitude faster than the deep generative baselines (TabDDPM: TabSDS time <= 1/100 of "
                      "TabDDPM's on every dataset)",
-                     "tvae", "TVAE (a deep generator) instead of TabSDS",
                      scaled="a compact TabDDPM (1,000 Adam steps, 100 diffusion steps) instead of the reference one "
                             "(tens of thousands of steps, T = 1,000): its time here is a lower bound"),
-        _speed_claim("arf", "faster_than_arf", 1.0, "<",
+        _speed_check("arf", "faster_than_arf", 1.0, "<",
                      "and also considerably faster than other computationally efficient baselines such as adversarial "
-                     "random forests (TabSDS time < ARF time on every dataset)",
-                     "tabddpm", "TabDDPM (a deep generator) instead of TabSDS"),
+                     "random forests (TabSDS time < ARF time on every dataset)"),
         Claim(id="competitive_with_tabddpm",
               text="TabSDS showed very competitive performance against all baselines (including TabDDPM) -- TSTR >= "
                    "TabDDPM's - 0.05, detection AUC <= TabDDPM's + 0.05, and distance to closest record (DCR, "
@@ -74,8 +74,8 @@ PAPER = Paper(
         "steps, so its quality and its time are both below the paper's TabDDPM. The library baselines and TabDDPM "
         "run on one seed (one train/holdout split) per table, TabSDS and the references on all seeds, so the "
         "competitive check compares single runs. Times are wall-clock on a shared 2-core machine with seeds in "
-        "parallel threads (the library baselines one at a time under a lock, timed once it is held); the orders of magnitude, not the "
-        "exact ratios, are what carries over. TabSDS's tuning parameter n_c is fixed (10 and 30; the claims use "
+        "parallel threads (the library baselines one at a time under a lock, timed once it is held), one measurement per "
+        "table, so the speed checks are sanity checks, not counted claims. TabSDS's tuning parameter n_c is fixed (10 and 30; the claims use "
         "the official plugin's default 30) rather than tuned per table with the paper's DCR-based selection; the "
         "competitive claim's DCR condition therefore tests the default n_c, not the paper's privacy-matched one."
     ),
@@ -120,9 +120,6 @@ def tabsds_flow(params: Params, ctx: RunContext) -> RunOutput:
     for other in ("ctgan", "tvae", "tabddpm", "arf", "gaussian_copula"):
         speed[other] = time_ratios(primary, other)
         speed[f"max_ratio_{other}"] = max(speed[other].values()) if speed[other] else float("nan")
-    for control, other in (("tvae", "ctgan"), ("tvae", "tabddpm"), ("tabddpm", "arf")):   # the claims' controls
-        ratios = time_ratios(control, other)
-        speed[f"control_{control}_over_{other}"] = {**ratios, "max": max(ratios.values()) if ratios else float("nan")}
 
     competitive = {"tabsds": _competitive(paired, params.datasets, primary),
                    method.CONTROL: _competitive(paired, params.datasets, method.CONTROL)}
@@ -273,10 +270,13 @@ def _notes(params: Params, metrics: dict, primary: str) -> str:
          + "). The DCR condition is the verdict-rules issue's: TabSDS at n_c = 30 keeps each row within a "
            "few bins of a real one, so its DCR is a fraction of held-out rows'."),
         (f"**Timing.** Times start once a library baseline holds the global-RNG lock (the previous code started "
-         "the clock before, so the baselines' times included waits for other seeds' baselines). Controls of the "
-         "speed claims: TVAE / CTGAN worst table "
-         f"{sp['control_tvae_over_ctgan']['max']:.2g}, TVAE / TabDDPM {sp['control_tvae_over_tabddpm']['max']:.2g}, "
-         f"TabDDPM / ARF {sp['control_tabddpm_over_arf']['max']:.2g} (each should fail its claim's threshold)."),
+         "the clock before, so the baselines' times included waits for other seeds' baselines). The three speed "
+         "checks are sanity checks, not counted claims: each ratio is one wall-clock measurement per table, "
+         "taken while other seeds run in parallel threads, and the seed-robustness rerun flipped the two 100x "
+         "ones with machine load. A counted speed claim would time TabSDS and the baseline interleaved in one "
+         "process, repeated, with an interval over the repeats; with CTGAN and TabDDPM at about 9 s per table that "
+         "would cost several times this paper's whole run, so it is not done. Their former controls (another slow "
+         "generator in TabSDS's place) could not pass and are dropped."),
         f"**Exact copies.** Largest TabSDS exact-copy rate: {priv['tabsds_exact_copy_rate_max']:.3f}. "
         + ", ".join(f"{d}: {v[primary]:.3f}" for d, v in priv["exact_copy_rate"].items() if primary in v)
         + ". IOS draws uniformly between two order statistics, so a column whose values repeat (fair's age, "
