@@ -11,12 +11,12 @@ The rules, in the order they apply (each shown able to flip a verdict in ``tests
 3. **Censoring.** When the method or the baseline never reached its criterion in most seeds, a ratio of
    times measures a failure, not a speed-up: inconclusive, unless the claim is about failure.
 4. **Every instance.** A claim that holds on every instance (``every_instance``) reads not reproduced as soon
-   as one seed is a counterexample, whatever the aggregate says.
+   as one seed is a counterexample, whatever the aggregate, the control or the gate say.
 5. **Negative control: it fails strictly, or the claim separates from it.** The control is judged by the same
-   rules and must fail strictly (value and whole interval strictly on the failing side), or the claim's value and
-   interval must lie strictly beyond the control's whole interval, on the claim's side (separation: the only way an
-   A/A control, which sits on the threshold by design, can give power). Otherwise the check has no power:
-   inconclusive (no power), whatever the method scored.
+   rules. A control that passes leaves the check without power: inconclusive (no power), whatever the method
+   scored. A reproduced claim needs more: its control must fail strictly (value and whole interval strictly on the
+   failing side), or the claim's value and interval must lie strictly beyond the control's whole interval, on the
+   claim's side (separation: the only way an A/A control, which sits on the threshold by design, can give power).
 6. **Working-method gate.** A claim that ``requires`` sanity checks (the method or baseline learned its task) is
    inconclusive (implementation) unless each of them is reproduced.
 7. **Per-setting signs.** A claim on a mean over datasets or settings records each one's side; reversals
@@ -226,23 +226,26 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
     counterexamples = None
     if per_seed is not None:
         result, counterexamples = _per_seed_rule(claim, result, per_seed, reasons)
+    refuted = bool(counterexamples)  # a counterexample is final: no control or gate can make it "inconclusive"
 
     censored = metric_value(metrics, claim.censored) if claim.censored else None
-    if censored is not None and censored > CENSORED_MAJORITY and not claim.about_failure:
+    if censored is not None and censored > CENSORED_MAJORITY and not claim.about_failure and not refuted:
         result = "inconclusive"
         reasons.append(f"censored: {censored:.0%} of seeds never reached the criterion")
 
     control = None
     if claim.control is not None:
         control = _control_result(claim, metrics, [observed] if ci is None else [observed, *ci])
-        if not control.gives_power and result != "inconclusive":
+        if control.verdict == "reproduced" and not refuted and result != "inconclusive":
             result = "inconclusive"
-            reasons.append(f"no power: the control ({claim.control.name}) "
-                           + ("passes too" if control.verdict == "reproduced"
-                              else "neither fails strictly nor separates from the claim"))
+            reasons.append(f"no power: the control ({claim.control.name}) passes too")
+        elif not control.gives_power and result == "reproduced":
+            result = "inconclusive"
+            reasons.append(f"no power: the control ({claim.control.name}) neither fails strictly nor separates "
+                           "from the claim")
 
     unhealthy = [s for s in claim.requires if (sanity or {}).get(s) != "reproduced"]
-    if unhealthy and result != "inconclusive":
+    if unhealthy and not refuted and result != "inconclusive":
         result = "inconclusive"
         reasons.append(f"implementation: the method check {', '.join(unhealthy)} did not hold")
 

@@ -126,6 +126,19 @@ def test_one_counterexample_refutes_a_claim_about_every_instance():
     assert check_claim(effect(**{**point, "per_seed": "seeds.agree"}, every_instance=True), METRICS, 3).verdict == "reproduced"
     with pytest.raises(ValueError, match="per_seed"):
         effect(every_instance=True)
+    # a counterexample is final: a control that passes too (no power for a pass) does not soften it
+    passing = Control(name="greedy", metric="ablated.mean", interval=("ablated.ci_low", "ablated.ci_high"))
+    refuted = check_claim(effect(**point, every_instance=True, control=passing, control_reason=None), METRICS, 3)
+    assert refuted.verdict == "not reproduced" and refuted.control.verdict == "reproduced"
+    assert check_claim(effect(**point, control=passing, control_reason=None), METRICS, 3).verdict == "inconclusive"
+
+
+def test_a_control_that_straddles_the_threshold_leaves_a_failed_claim_not_reproduced():
+    """Power is what a pass needs; a claim that failed clearly stays not reproduced when its control only straddles."""
+    straddling = Control(name="random policy", metric="random.mean", interval=("random.ci_low", "random.ci_high"))
+    failed = check_claim(effect(metric="below.mean", interval=("below.ci_low", "below.ci_high"), control=straddling,
+                                control_reason=None), METRICS, 3)
+    assert failed.verdict == "not reproduced" and not failed.control.gives_power
 
 
 def test_a_claim_on_a_method_that_did_not_learn_is_inconclusive():

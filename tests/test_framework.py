@@ -43,7 +43,7 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
     claims_part, sanity_part = text.split("## Sanity checks")
     assert "| draws_counted |" in sanity_part and "| draws_counted |" not in claims_part
-    assert "fails, as it should" in claims_part
+    assert "fails strictly, as it should" in claims_part
     # the slim file DVC tracks as metrics: per claim, the observed value and a numeric verdict
     slim = json.loads((results / "claims.json").read_text())
     assert slim == {cid: {"observed": c["observed"], "verdict": 1} for cid, c in document["claims"].items()}
