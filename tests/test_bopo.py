@@ -132,3 +132,10 @@ def test_run_seed_shares_initial_weights_and_is_deterministic():
     assert strip(a) == strip(b)
     assert [r["method"] for r in a] == ["untrained", *p.methods]
     assert all(r["gap_greedy"] >= -1e-6 and r["gap_sample"] >= -1e-6 for r in a)  # no tour beats the optimum
+
+
+def test_params_require_every_method_in_a_claim():
+    # the ablation claims read bopo_beta1 and bopo_allpairs: a run without one could not check its claim
+    with pytest.raises(ValueError, match="at least 5"):
+        params_for("bopo", methods=["bopo", "reinforce", "slim", "bopo_beta1"])
+    assert set(params_for("bopo").methods) == set(M.METHODS)

@@ -175,3 +175,28 @@ def test_run_seed_rows_are_complete_and_deterministic():
     assert a == b
     runs = 1 + len(p.error_cells) * len(p.error_modes) + 3
     assert len(a) == len(p.agent_types) * len(p.budgets) * p.instances_per_seed * runs
+
+
+def test_the_official_process_breaks_the_approximate_bound_on_the_seed_100_instance():
+    """The counterexample documented in the notes (common.seed 100, Gaussian agents, B = 4, instance 5, cell beta 0,
+    delta 1, mu 1, gamma 0.8, worst mode): S' formed from Disc >= l, as the official code does, leaves 45 of 60
+    agents unassigned and d[2] = 19/15 > 1/(mu gamma); forming it from Disc >= l - delta - beta does not."""
+    from tasks.seeding import numpy_rng
+
+    p = params_for("gsc_budget", smoke=False)
+    stream = (M.AGENT_TYPE_ID["gauss"], 4, 5)
+    inst = M.make_instance(M.sample_opinions(numpy_rng(100, 0, *stream), "gauss", 60, 4, 5), 5)
+    cell = ErrorCell(beta=0, delta=1, mu=1.0, gamma=0.8)
+    k = 1 + 2 * p.error_cells.index(cell) + p.error_modes.index("worst")   # run_instance's oracle stream
+
+    class RelaxedGroup(M.SyntheticOracle):
+        def discriminate(self, agents, statement):   # Disc >= l  <=>  true Disc >= l - delta - beta
+            return super().discriminate(agents, statement) + self.cell.delta + self.cell.beta
+
+    for oracle_cls, breaks in ((M.SyntheticOracle, True), (RelaxedGroup, False)):
+        oracle = oracle_cls(inst, cell, "worst", numpy_rng(100, 1, *stream, k))
+        slate = M.democratic_process(oracle, 60, 4, 4, inst.max_level)
+        ratios = M.deviation_ratios(inst, M.assigned_utility(inst, slate), 4)
+        assert M.violates_bound(ratios, cell) == breaks
+        if breaks:
+            assert (slate.assigned < 0).sum() == 45 and ratios[2] == pytest.approx(19 / 15)
