@@ -207,3 +207,21 @@ def test_attack_success_is_one_on_a_predictor_that_always_says_the_opposite():
         model.pred_fc.bias.copy_(torch.tensor([0.0, 5.0]))         # always class 1
     out = M.attack(p, model, data, data, seed=0)
     assert out["asr"] == out["flip_random"] == out["untrained_asr"] == pytest.approx(float((data.label == 0).mean()))
+
+
+def test_the_3_point_claim_is_judged_on_rnp_alone_and_gated_on_learning():
+    from flows.a2i_rationale.flow import PAPER
+    from tasks.claims import check_claim
+    by_id = {c.id: c for c in PAPER.claims}
+    claim = by_id["a2i_gain_3_points"]
+    assert claim.metric == "gain.rnp.mean" and claim.per_setting is None
+    m = {"gain": {"rnp": {"mean": 1.0, "ci_low": 0.5, "ci_high": 1.5}, "fr": {"mean": 5.0, "ci_low": 4.0, "ci_high": 6.0}},
+         "control": {"aa_f1": {"mean": -0.5, "ci_low": -1.0, "ci_high": 0.0}}}
+    healthy = {s: "reproduced" for s in claim.requires}
+    assert check_claim(claim, m, 5, healthy).verdict == "not reproduced"      # FR's larger gain does not count
+    gate = by_id["a2i_rnp_learns_the_task"]
+    acc = {"by_method": {"a2i_rnp": {"accuracy": {"mean": 0.93, "ci_low": 0.91, "ci_high": 0.95}}},
+           "accuracy_per_seed": {"a2i_rnp": [0.95, 0.97, 0.6, 0.96, 0.97]}}
+    assert check_claim(gate, acc, 5).verdict == "not reproduced"              # a collapsed seed
+    m["gain"]["rnp"] = {"mean": 4.0, "ci_low": 3.5, "ci_high": 4.5}
+    assert check_claim(claim, m, 5, {**healthy, gate.id: "not reproduced"}).verdict == "inconclusive"

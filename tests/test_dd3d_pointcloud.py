@@ -174,3 +174,20 @@ def test_make_data_is_normalised_and_rotation_follows_the_flag(rotate):
     _, vecs = np.linalg.eigh(np.einsum("bni,bnj->bij", torus, torus))
     z_alignment = np.abs(vecs[:, 2, 0])
     assert (z_alignment.min() > 0.95) == (not rotate)
+
+
+def test_a_collapsed_seed_fails_the_gate_and_the_claims_that_require_it():
+    from flows.dd3d_pointcloud.flow import PAPER
+    from tasks.claims import check_claim
+    by_id = {c.id: c for c in PAPER.claims}
+    m = {"accuracy": {"dd3d": {"mean": 0.5}}, "per_seed_accuracy": {"dd3d": [0.6, 0.7, 0.15]}}
+    assert check_claim(by_id["dd3d_learned_task"], m, 3).verdict == "not reproduced"   # one seed near chance
+    m["per_seed_accuracy"]["dd3d"][2] = 0.5
+    assert check_claim(by_id["dd3d_learned_task"], m, 3).verdict == "reproduced"
+    claim = by_id["rotator_helps"]
+    m = {"diff": {"rotator_gain": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15},
+                  "rotator_gain_unrotated": {"mean": -0.1, "ci_low": -0.15, "ci_high": -0.05}}}
+    healthy = {s: "reproduced" for s in claim.requires}
+    assert check_claim(claim, m, 5, healthy).verdict == "reproduced"
+    assert check_claim(claim, m, 5, {**healthy, "dd3d_learned_task": "not reproduced"}).verdict == "inconclusive"
+    assert all("dd3d_learned_task" in c.requires for c in PAPER.claims if c.role == "claim")

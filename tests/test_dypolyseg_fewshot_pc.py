@@ -143,3 +143,18 @@ def test_training_fits_a_fixed_episode():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_every_claim_requires_both_of_its_arms_above_the_all_background_gate():
+    from flows.dypolyseg_fewshot_pc.flow import PAPER
+    from tasks.claims import check_claim
+    by_id = {c.id: c for c in PAPER.claims}
+    gate = by_id["no_pcm_learned_task"]
+    m = {"miou": {"no_pcm": {"mean": 30.0}}, "miou_per_seed": {"no_pcm": [35.0, 40.0, 0.0, 30.0, 45.0]}}
+    assert check_claim(gate, m, 5).verdict == "not reproduced"                # one seed all background
+    m["miou_per_seed"]["no_pcm"][2] = 25.0
+    assert check_claim(gate, m, 5).verdict == "reproduced"
+    assert {c.id: set(c.requires) for c in PAPER.claims if c.role == "claim"} == {
+        "beats_pointnet_protonet": {"dypolyseg_learned_task", "protonet_pointnet_learned_task"},
+        "pcm_helps": {"dypolyseg_learned_task", "no_pcm_learned_task"},
+        "dyho_helps": {"dypolyseg_learned_task", "no_dyho_learned_task"}}

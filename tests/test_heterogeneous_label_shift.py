@@ -164,3 +164,17 @@ def test_run_seed_rows(smoke):
     assert {("mild", "hda_adv_rerun"), ("severe", "hda_adv_rerun"), ("moderate", "hlsan_permuted")} <= methods
     assert all(0.0 <= r["acc"] <= 1.0 for r in rows)
     assert all(np.isfinite(r["w_err"]) == (r["method"] in ("hlsan", "hda_adv_bbse")) for r in rows)
+
+
+def test_growth_needs_both_steps_not_just_severe_minus_mild():
+    from flows.heterogeneous_label_shift.flow import _weaker_step
+    rng = np.random.default_rng(0)
+    noise = lambda: 0.005 * rng.standard_normal(8)                      # noqa: E731
+    # the PR's counterexample: a big severe gain, but no rise from mild to moderate
+    gains = {"mild": 0.0 + noise(), "moderate": 0.0 + noise(), "severe": 0.2 + noise()}
+    step = _weaker_step(gains)
+    assert step["step"] == "mild_to_moderate" and step["ci_low"] < 0      # no claimed growth
+    assert (gains["severe"] - gains["mild"]).mean() > 0.15                # what the old metric would have passed
+    gains["moderate"] = 0.1 + noise()
+    step = _weaker_step(gains)
+    assert step["ci_low"] > 0 and set(step["steps"]) == {"mild_to_moderate", "moderate_to_severe"}

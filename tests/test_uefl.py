@@ -195,3 +195,34 @@ def test_kmeans_codebook_pads_when_there_are_fewer_points_than_codes():
     centres = M.kmeans_codebook(feats, 5, seed=0)
     assert centres.shape == (5, 2)
     assert {tuple(c) for c in centres} <= {(0.0, 0.0), (1.0, 1.0)}
+
+
+def test_capacity_matched_control_extends_the_least_uncertain_silos(monkeypatch):
+    p = params_for("uefl", max_iterations=4, threshold_margin=0.1)
+    silos = M.build_silos(p, 0)
+    script = iter([np.array([1.0, 0.5, 2.0, 1.2]), np.array([0.9, 0.4, 1.5, 1.44]), np.array([1.0] * 4)])
+    monkeypatch.setattr(M.UEFLRun, "fl_rounds", lambda self, n: setattr(self, "rounds_done", self.rounds_done + n))
+    monkeypatch.setattr(M.UEFLRun, "entropies", lambda self, tag: next(script))
+    extended = []
+    monkeypatch.setattr(M.UEFLRun, "extend", lambda self, s, book: extended.append((s, book)))
+    _, log = M.run_uefl(p, silos, 0, counts=[1, 2])       # as many new books as UEFL's [[0,0,1,0],[0,0,1,1]]
+    assert log["flagged"] == [[0, 1, 0, 0], [1, 1, 0, 0]]   # the lowest entropies, never the uncertain silos
+    assert extended[-3:] == [(1, 1), (0, 2), (1, 2)]
+    assert log["iterations"] == 3 and log["rounds"] == p.rounds + 2 * p.rounds_plus
+
+
+def test_claims_against_fedavg_wait_for_a_working_base_model():
+    from flows.uefl.flow import PAPER
+    from tasks.claims import check_claim
+    claim = next(c for c in PAPER.claims if c.id == "extension_gain_over_ablation")
+    gate = next(c for c in PAPER.claims if c.id == "uefl_base_near_fedavg")
+    m = {"gain": {"extension_minority_acc": {"mean": 0.06, "ci_low": 0.04, "ci_high": 0.08},
+                  "least_uncertain_minority_acc": {"mean": -0.02, "ci_low": -0.03, "ci_high": -0.01},
+                  "mean_acc": {"ablation": {"mean": -0.26, "ci_low": -0.3, "ci_high": -0.2}}}}
+    base = check_claim(gate, m, 5).verdict
+    assert base == "not reproduced"
+    assert check_claim(claim, m, 5, {gate.id: base}).verdict == "inconclusive"
+    m["gain"]["mean_acc"]["ablation"] = {"mean": -0.01, "ci_low": -0.02, "ci_high": 0.0}
+    base = check_claim(gate, m, 5).verdict
+    assert base == "reproduced" and check_claim(claim, m, 5, {gate.id: base}).verdict == "reproduced"
+    assert all(set(c.requires) >= {gate.id} for c in PAPER.claims if c.id.startswith("uefl_") and c.role == "claim")

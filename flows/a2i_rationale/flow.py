@@ -21,6 +21,7 @@ COLUMNS = ("f1", "precision", "recall", "accuracy", "sparsity", "asr", "flip_ran
            "attack_sel_target", "attack_sel_other_same", "attack_sel_other_opposite", "attack_sel_filler")
 WHERE = ("on synthetic 4-aspect reviews whose label is the target aspect's sentiment, the other aspects' "
          "sentiments independent of it (a clean data set), bi-GRU generator and predictor")
+LEARNS = ("rnp_learns_the_task", "a2i_rnp_learns_the_task")   # working-method gate of the A2I-RNP claims
 AA = "RNP again with an independent initialisation and noise stream (A/A replicate) in A2I's place"
 
 PAPER = Paper(
@@ -36,13 +37,14 @@ PAPER = Paper(
                     f"rationale F1 (test, vs the ground truth) of A2I-RNP minus RNP > 0, {WHERE}"),
               source="abstract; plan claim 1 (direction)", metric="gain.rnp.mean", comparison=">", threshold=0.0,
               kind="direction", role="claim", interval=ci("gain.rnp"),
-              control=Control(name=AA, metric="control.aa_f1.mean", interval=ci("control.aa_f1"))),
+              control=Control(name=AA, metric="control.aa_f1.mean", interval=ci("control.aa_f1")), requires=LEARNS),
         Claim(id="a2i_gain_3_points",
-              text=("significantly outperforms -- the F1 gain of A2I over its base model is >= 3 points for at least "
-                    f"one of RNP and FR (the base with the larger mean gain), {WHERE}"),
-              source="abstract; plan claim 2 (magnitude)", metric="gain.best.mean", comparison=">=", threshold=3.0,
-              kind="magnitude", role="claim", interval=ci("gain.best"), per_setting="gain.per_base",
-              control=Control(name=AA, metric="control.aa_f1.mean", interval=ci("control.aa_f1"))),
+              text=("significantly outperforms -- the F1 gain of A2I over its base model is >= 3 points, on RNP (the "
+                    "paper's main base, fixed in advance; FR's gain is reported in the notes, not judged), "
+                    f"{WHERE}"),
+              source="abstract; plan claim 2 (magnitude)", metric="gain.rnp.mean", comparison=">=", threshold=3.0,
+              kind="magnitude", role="claim", interval=ci("gain.rnp"),
+              control=Control(name=AA, metric="control.aa_f1.mean", interval=ci("control.aa_f1")), requires=LEARNS),
         Claim(id="attack_lower_after_instruction",
               text=("we further introduce an instruction to prevent the predictor from learning the correlations -- "
                     "a freshly trained attacker's success rate (predictor outputs the opposite label on its "
@@ -50,7 +52,7 @@ PAPER = Paper(
               source="abstract; plan claim 3 (direction, the mechanism)", metric="attack.a2i_minus_rnp.mean",
               comparison="<", threshold=0.0, kind="direction", role="claim", interval=ci("attack.a2i_minus_rnp"),
               control=Control(name=f"{AA}: its attack success rate minus RNP's", metric="control.aa_asr.mean",
-                              interval=ci("control.aa_asr"))),
+                              interval=ci("control.aa_asr")), requires=LEARNS),
         Claim(id="attack_inspects_bias_in_rnp",
               text=("such a cooperative game could unintentionally introduce a sampling bias ... Our findings suggest "
                     "a direction for inspecting these correlations through attacks -- the attacker flips the RNP "
@@ -59,11 +61,18 @@ PAPER = Paper(
               source="abstract; plan claim 3 (magnitude)", metric="attack.rnp_excess.mean", comparison=">",
               threshold=0.20, kind="magnitude", role="claim", interval=ci("attack.rnp_excess"),
               control=Control(name="the same attacker before any training step (its excess over random masks of its own size)",
-                              metric="control.untrained_excess.mean", interval=ci("control.untrained_excess"))),
-        Claim(id="rnp_learns_the_task",
-              text="our RNP reaches test accuracy >= 0.9 on its own rationales (the base model learns the task)",
-              source="implementation check", metric="by_method.rnp.accuracy.mean", comparison=">=", threshold=0.9,
-              kind="magnitude", role="sanity", interval=ci("by_method.rnp.accuracy")),
+                              metric="control.untrained_excess.mean", interval=ci("control.untrained_excess")),
+              requires=("rnp_learns_the_task",)),
+        # 0.9 as set for RNP before any claim run (the A2I-RNP twin added, same figure, before the rerun);
+        # every_instance: one seed whose model did not learn the task (a collapse)
+        # fails the check, and with it the gate of every claim that compares this model
+        *(Claim(id=f"{m}_learns_the_task",
+                text=(f"our {LABEL[m]} reaches test accuracy >= 0.9 on its own rationales on every seed (the model "
+                      "learns the task; working-method gate)"),
+                source="implementation check", metric=f"by_method.{m}.accuracy.mean", comparison=">=", threshold=0.9,
+                kind="magnitude", role="sanity", interval=ci(f"by_method.{m}.accuracy"),
+                per_seed=f"accuracy_per_seed.{m}", every_instance=True)
+          for m in ("rnp", "a2i_rnp")),
     ),
     limitations=(
         "Text only, bi-GRU only: the BERT and GCN results, the six real text data sets (BeerAdvocate, HotelReview "
@@ -71,7 +80,9 @@ PAPER = Paper(
         "The data are procedural reviews where the rationale is one sentence; the scale is far below the "
         "paper's (1,000 training reviews of 24-32 words, 15 epochs, against tens of thousands of reviews and "
         "hundreds of epochs), so the sampling bias the paper analyses may need longer training than here to "
-        "appear. The MiniLM input embeddings (PCA to 64 dimensions) stand in for GloVe."
+        "appear. The MiniLM input embeddings (PCA to 64 dimensions) stand in for GloVe. The 3-point claim is judged "
+        "on RNP alone, the paper's main base, fixed before the rerun (it used to take the better of RNP and FR "
+        "after seeing both, a choice made with the results)."
     ),
 )
 
@@ -87,11 +98,10 @@ def a2i_rationale_flow(params: Params, ctx: RunContext) -> RunOutput:
     rows = pd.DataFrame([r for seed_rows in over_seeds(method.run_seed, ctx.seeds, p=params) for r in seed_rows])
     save_parquet(rows, ctx.data_dir / "per_seed.parquet")
     gains = {b: stats.paired_difference(_col(rows, f"a2i_{b}", "f1"), _col(rows, b, "f1")) for b in ("rnp", "fr")}
-    best = max(gains, key=lambda b: gains[b]["mean"])
     metrics = {
         "by_method": stats.summarize_by(rows, "method", list(COLUMNS)),
-        "gain": {**gains, "best": {**gains[best], "base_is_fr": int(best == "fr")},
-                 "per_base": {b: g["mean"] for b, g in gains.items()}},
+        "gain": gains,
+        "accuracy_per_seed": {m: _col(rows, m, "accuracy").tolist() for m in ("rnp", "a2i_rnp")},
         "attack": {"a2i_minus_rnp": stats.paired_difference(_col(rows, "a2i_rnp", "asr"), _col(rows, "rnp", "asr")),
                    "a2i_fr_minus_fr": stats.paired_difference(_col(rows, "a2i_fr", "asr"), _col(rows, "fr", "asr")),
                    "rnp_excess": stats.paired_difference(_col(rows, "rnp", "asr"), _col(rows, "rnp", "flip_random"))},

@@ -24,6 +24,18 @@ LABEL = {"target_only": "target-only (logistic regression, labelled target)",
          "hlsan_permuted": "HLSAN on permuted source labels (control)"}
 WHERE = ("on the digits' two synthetic modalities (source: 64 pixels; target: ink profiles + projected DCT "
          "+ noise, 40 dims), 3 labelled target samples per class")
+EVAL_SEED_OFFSET = 1000
+"""Evaluation seed = run seed + this; the development runs used seeds 0 and 100 (decided before the rerun)."""
+
+
+def _weaker_step(gain: dict[str, np.ndarray]) -> dict:
+    """The rise of a per-seed gain from mild to moderate and from moderate to severe shift, paired over seeds:
+    the step with the lower interval bound (strictly above 0 only if both steps are)."""
+    steps = {f"{a}_to_{b}": stats.paired_difference(gain[b], gain[a])
+             for a, b in (("mild", "moderate"), ("moderate", "severe"))}
+    name = min(steps, key=lambda k: steps[k]["ci_low"])
+    return {**steps[name], "step": name, "steps": {k: v["mean"] for k, v in steps.items()}}
+
 
 PAPER = Paper(
     slug="heterogeneous_label_shift",
@@ -43,17 +55,21 @@ PAPER = Paper(
               interval=ci("gain.severe"),
               # with no label shift the weights are ~1 and there is nothing to correct
               control=Control(name="the same gain with no label shift (uniform target prior)",
-                              metric="gain.uniform.mean", interval=ci("gain.uniform"))),
+                              metric="gain.uniform.mean", interval=ci("gain.uniform")),
+              requires=("hda_baseline_works",)),
         Claim(id="gain_grows_with_shift",
               text=("This heterogeneity inherently induces label shift ... the label-shift correction matters more "
-                    "as the shift grows: gain(HLSAN - HDA w = 1) at Dirichlet(0.3) minus the gain at Dirichlet(10), "
-                    "paired over seeds, > 0"),
+                    "as the shift grows: gain(HLSAN - HDA w = 1) rises at each step Dirichlet(10) -> Dirichlet(1) -> "
+                    "Dirichlet(0.3), each step's rise paired over seeds > 0; the value is the step with the lower "
+                    "interval bound, so the claim holds only if both steps do (severe minus mild alone would "
+                    "repeat label_shift_gain_severe, the mild gain being ~0)"),
               source="abstract; plan claim check 2 (direction)", metric="shift_dependence.mean",
               comparison=">", threshold=0.0, kind="direction", role="claim",
               interval=ci("shift_dependence"),
               # an A/A pair (w = 1 from another init) in HLSAN's place: no correction, so no growth with shift
-              control=Control(name="A/A: HDA w = 1 from another initialisation in HLSAN's place",
-                              metric="control.aa_shift_dependence.mean", interval=ci("control.aa_shift_dependence"))),
+              control=Control(name="A/A: HDA w = 1 from another initialisation in HLSAN's place (same weaker step)",
+                              metric="control.aa_shift_dependence.mean", interval=ci("control.aa_shift_dependence")),
+              requires=("hda_baseline_works",)),
         Claim(id="transfer_beats_target_only",
               text=("cross-modal knowledge transfer ... Extensive experiments on various benchmarks for cross-modal "
                     "classification validate the effectiveness: at Dirichlet(1), mean target accuracy(HLSAN) - "
@@ -70,6 +86,13 @@ PAPER = Paper(
               source="plan (BBSE); issue: report estimated against true label-shift weights",
               metric="weights.severe.hlsan_over_uniform.ratio", comparison="<", threshold=1.0,
               kind="direction", role="sanity", interval=ci("weights.severe.hlsan_over_uniform")),
+        Claim(id="hda_baseline_works",
+              text=("working-method gate of the claims against HDA (w = 1): under Dirichlet(0.3) its target accuracy "
+                    "minus target-only's > -5 pp (the transfer claim's margin; fixed before any rerun). A transfer "
+                    "method that loses more than that to ignoring the source altogether has collapsed, and a gain "
+                    "over it measures the collapse, not the label-shift correction"),
+              source="ours (implementation check)", metric="baseline_vs_target_only.severe.mean", comparison=">",
+              threshold=-0.05, kind="magnitude", role="sanity", interval=ci("baseline_vs_target_only.severe")),
     ),
     limitations=(
         "HLSAN is reconstructed from the abstract and the plan (no official code, the paper's Algorithm 1 and "
@@ -126,7 +149,8 @@ def _fmt(s: dict) -> str:
 
 @paper_flow(PAPER, Params, smoke=SMOKE)
 def heterogeneous_label_shift_flow(params: Params, ctx: RunContext) -> RunOutput:
-    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
+    # seed 0 served in development (see the notes): the evaluation seeds are moved past every development seed
+    per_seed = over_seeds(method.run_seed, [s + EVAL_SEED_OFFSET for s in ctx.seeds], p=params)
     rows = pd.DataFrame([r for seed_rows in per_seed for r in seed_rows])
     save_parquet(rows, ctx.data_dir / "per_seed.parquet")
 
@@ -139,7 +163,7 @@ def heterogeneous_label_shift_flow(params: Params, ctx: RunContext) -> RunOutput
         positive = int((gains[s] > 0).sum())
         nonzero = int((gains[s] != 0).sum())
         gain[s]["sign_test_p"] = float(binomtest(positive, nonzero).pvalue) if nonzero else float("nan")
-    aa = {s: _by(rows, s, "hda_adv_rerun") - _by(rows, s, "hda_adv") for s in ("mild", "severe")}
+    aa = {s: _by(rows, s, "hda_adv_rerun") - _by(rows, s, "hda_adv") for s in ("mild", "moderate", "severe")}
     transfer = {s: stats.paired_difference(_by(rows, s, "hlsan"), _by(rows, s, "target_only")) for s in method.SETTINGS}
     weights = {}
     for s in method.SETTINGS:
@@ -151,8 +175,10 @@ def heterogeneous_label_shift_flow(params: Params, ctx: RunContext) -> RunOutput
                       "largest_target_prior": float(_by(rows, s, "hlsan", "prior_max").mean())}
     metrics = {
         "accuracy": accuracy, "gain": gain, "transfer": transfer, "weights": weights,
-        "shift_dependence": stats.summarize(gains["severe"] - gains["mild"]),
-        "control": {"aa_shift_dependence": stats.summarize(aa["severe"] - aa["mild"]),
+        "shift_dependence": _weaker_step(gains),
+        "baseline_vs_target_only": {s: stats.paired_difference(_by(rows, s, "hda_adv"), _by(rows, s, "target_only"))
+                                    for s in method.SETTINGS},
+        "control": {"aa_shift_dependence": _weaker_step(aa),
                     "aa_gain": {s: stats.summarize(v) for s, v in aa.items()},
                     "permuted_transfer": stats.paired_difference(_by(rows, "moderate", "hlsan_permuted"),
                                                                  _by(rows, "moderate", "target_only"))},
@@ -190,8 +216,11 @@ def heterogeneous_label_shift_flow(params: Params, ctx: RunContext) -> RunOutput
         "**Target test accuracy** (mean over seeds):\n\n" + header + "\n" + acc_lines + "\n\n"
         "**HLSAN - HDA (w = 1)**, paired over seeds: "
         + "; ".join(f"{s}: {_fmt(gain[s])} (sign test p = {gain[s]['sign_test_p']:.3g})" for s in method.SETTINGS)
-        + f". Growth with shift (severe - mild): {_fmt(metrics['shift_dependence'])}; A/A control: "
-        f"{_fmt(metrics['control']['aa_shift_dependence'])}. With the true weights (reference): "
+        + f". Growth with shift, the weaker step ({metrics['shift_dependence']['step']}): "
+        f"{_fmt(metrics['shift_dependence'])} (both steps: {metrics['shift_dependence']['steps']}); A/A control "
+        f"({metrics['control']['aa_shift_dependence']['step']}): {_fmt(metrics['control']['aa_shift_dependence'])}. "
+        "HDA (w = 1) - target-only, the working-method gate: "
+        + "; ".join(f"{s} {_fmt(metrics['baseline_vs_target_only'][s])}" for s in method.SETTINGS) + ". With the true weights (reference): "
         + "; ".join(f"{s} {_fmt(metrics['oracle_gain'][s])}" for s in method.SETTINGS) + ".\n\n"
         "**What the gain is made of.** Under shift the w = 1 adversarial model falls below the models that do not "
         "align at all (severe: HDA w = 1 " + f"{accuracy['severe']['hda_adv']['mean']:.3f}, no alignment "
@@ -219,6 +248,10 @@ def heterogeneous_label_shift_flow(params: Params, ctx: RunContext) -> RunOutput
         "share the schedule, so only w differs); (2) the class-conditional centroid term was added, after the plan's "
         "bound (importance-weighted risk + class-conditional discrepancy + weight error), because the purely "
         "adversarial model stayed below target-only even with the true weights. The thresholds are the plan's and did "
-        "not change."
+        f"not change. **Changes decided before the rerun:** the evaluation seeds are the run's seeds + "
+        f"{EVAL_SEED_OFFSET} (seed 0, a development seed, had been among them); `gain_grows_with_shift` now needs "
+        "both steps of growth (mild -> moderate -> severe) instead of severe - mild, which with a mild gain of "
+        "~0 repeated `label_shift_gain_severe`; the A/A pair also runs at the moderate setting for it; and both "
+        "gain claims require the HDA baseline not to have collapsed below target-only (`hda_baseline_works`)."
     )
     return RunOutput(metrics=metrics, tables={"plot": plot}, figure=figure, setup=setup, notes=notes)

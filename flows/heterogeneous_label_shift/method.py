@@ -373,7 +373,7 @@ def run_seed(p: Params, seed: int) -> list[dict]:
             add("hlsan", target_accuracy(net, task), w_hat)
             net, _ = train_network(p, task, init, align=True, weights="oracle")
             add("hlsan_oracle", target_accuracy(net, task))
-            if setting in ("mild", "severe"):       # the A/A pair of the shift-dependence claim
+            if setting in ("mild", "moderate", "severe"):       # the A/A pair of the shift-dependence claim
                 net, _ = train_network(p, task, rerun, align=True, weights="one")
                 add("hda_adv_rerun", target_accuracy(net, task))
             if setting == "moderate":               # the transfer claim's control: no label information
