@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from tasks.contract import Claim, Paper
 
@@ -47,8 +47,9 @@ SEEDS_REASON = "the paper's default seed count in params.yaml (fixed before the 
 
 
 class ControlResult(BaseModel):
-    """``verdict``: the control judged as a claim; ``failed``: strictly on the failing side; ``separated``: the
-    claim lies strictly beyond the control's whole interval. Either gives the check its power."""
+    """``verdict``: the control judged as a claim; ``passed``: that verdict is reproduced (the control passes too,
+    written to ``metrics.json`` as before); ``failed``: strictly on the failing side; ``separated``: the claim lies
+    strictly beyond the control's whole interval. Either of the last two gives the check its power."""
 
     name: str
     observed: float
@@ -57,6 +58,11 @@ class ControlResult(BaseModel):
     verdict: Verdict
     failed: bool
     separated: bool
+
+    @computed_field
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "reproduced"
 
     @property
     def gives_power(self) -> bool:
@@ -236,7 +242,7 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
     control = None
     if claim.control is not None:
         control = _control_result(claim, metrics, [observed] if ci is None else [observed, *ci])
-        if control.verdict == "reproduced" and not refuted and result != "inconclusive":
+        if control.passed and not refuted and result != "inconclusive":
             result = "inconclusive"
             reasons.append(f"no power: the control ({claim.control.name}) passes too")
         elif not control.gives_power and result == "reproduced":

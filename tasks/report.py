@@ -59,10 +59,10 @@ def control_text(result: ClaimResult | dict[str, Any]) -> str:
         value += f" [{fmt(control['ci_low'])}, {fmt(control['ci_high'])}]"
     if control["failed"]:
         outcome = "fails strictly, as it should"
-    elif control.get("separated"):
+    elif control["separated"]:
         outcome = "the claim lies strictly beyond it"
     else:
-        outcome = "passes too" if control["verdict"] == "reproduced" else "neither fails strictly nor separates: no power"
+        outcome = "passes too" if control["passed"] else "neither fails strictly nor separates: no power"
     return f"{control['name']}: {value} ({outcome})"
 
 

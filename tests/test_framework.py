@@ -37,7 +37,7 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert summary["verdicts"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}  # claims only
     assert summary["sanity"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
     control = document["claims"]["mean_positive"]["control"]
-    assert control["name"] == "draws centred at -1" and control["failed"] is True and control["observed"] < 0
+    assert control["name"] == "draws centred at -1" and control["failed"] is True and control["passed"] is False and control["observed"] < 0
     assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
     text = (results / "report.md").read_text()
     assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
