@@ -145,14 +145,14 @@ def fingerprint(check: Optional[Path] = typer.Option(None, help="compare with th
                                                                  "results/FINGERPRINT.txt; exit 1 on any difference"),
                 ) -> None:
     """Print an md5 prefix per numeric primitive (NumPy, SciPy, scikit-learn, torch); equal lines, equal bits."""
+    from tasks.fingerprint import fingerprint as primitive_hashes
     from tasks.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
 
-    text = fingerprint_text()
-    typer.echo(text + f"# digest {fingerprint_digest()} (recorded in each metrics.json)", nl=True)
+    typer.echo(fingerprint_text() + f"# digest {fingerprint_digest()} (recorded in each metrics.json)")
     if check is not None:
         if not check.is_file():
             _fail(FileNotFoundError(f"no fingerprint file {check}"))
-        ours, theirs = parse_fingerprint(text), parse_fingerprint(check.read_text())
+        ours, theirs = primitive_hashes(), parse_fingerprint(check.read_text())
         differing = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
         for name in differing:
             typer.echo(f"differs: {name} (here {ours.get(name)}, {check}: {theirs.get(name)})", err=True)

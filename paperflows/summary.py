@@ -74,38 +74,35 @@ def load_robustness(results_root: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def shifted_claims(robustness: dict[str, Any], slug: str, results_root: Path) -> dict[str, Any]:
-    """The paper's verdicts in the robustness run, when that run used the same kernels as the committed results
-    (the same fingerprint digest); empty when the paper was not rerun, or was rerun under other kernels or an
-    earlier layout of the verdict rules (a record without a fingerprint): such flips would compare two setups."""
+def shifted_verdicts(robustness: dict[str, Any], slug: str, document: dict[str, Any] | None) -> dict[str, str]:
+    """``{claim: verdict}`` of the paper's robustness run, when that run used the same kernels as the committed
+    results (``document``, their metrics.json: the same fingerprint digest); empty when the paper was not rerun,
+    or was rerun under other kernels or an earlier layout of the verdict rules (a record without a fingerprint):
+    such flips would compare two setups."""
     entry = robustness.get("papers", {}).get(slug)
-    document = load_metrics(results_root, slug)
-    if not entry or document is None or "claims" not in entry:
+    if not entry or document is None or "claims" not in entry or entry.get("fingerprint") != document.get("fingerprint"):
         return {}
-    return entry["claims"] if entry.get("fingerprint") == document.get("fingerprint") else {}
+    return {cid: claim["verdict"] for cid, claim in entry["claims"].items()}
 
 
-def shifted_verdict(robustness: dict[str, Any], slug: str, claim_id: str, results_root: Path) -> str | None:
-    """The claim's verdict in the robustness run (None when that paper or claim was not rerun, or is stale)."""
-    entry = shifted_claims(robustness, slug, results_root).get(claim_id)
-    return entry["verdict"] if entry else None
-
-
-def flip_note(robustness: dict[str, Any], slug: str, claim_id: str, committed: str, results_root: Path) -> str | None:
-    """"flips to V at seed offset N" when the robustness run's verdict differs from the committed one."""
-    shifted = shifted_verdict(robustness, slug, claim_id, results_root)
-    if shifted is None or shifted == committed:
+def flip_note(robustness: dict[str, Any], shifted: dict[str, str], claim_id: str, committed: str) -> str | None:
+    """"flips to V at seed offset N" when the robustness run's verdict (``shifted``, from :func:`shifted_verdicts`)
+    differs from the committed one."""
+    verdict = shifted.get(claim_id)
+    if verdict is None or verdict == committed:
         return None
-    return f"flips to {shifted} at seed offset {robustness['offset']}"
+    return f"flips to {verdict} at seed offset {robustness['offset']}"
 
 
 def verdict_pairs(robustness: dict[str, Any], results_root: Path, slug: str) -> dict[str, tuple[str, str, str]]:
     """``{claim: (role, committed verdict, verdict at shifted seeds)}`` for a paper's committed claims
-    ("absent" where the robustness run lacks the claim); empty when the paper was not rerun or has no results."""
+    ("absent" where the robustness run lacks the claim); empty when the paper was not rerun, is stale or has no
+    results."""
     document = load_metrics(results_root, slug)
-    if not shifted_claims(robustness, slug, results_root):
+    shifted = shifted_verdicts(robustness, slug, document)
+    if not shifted:
         return {}
-    return {cid: (result["role"], result["verdict"], shifted_verdict(robustness, slug, cid, results_root) or "absent")
+    return {cid: (result["role"], result["verdict"], shifted.get(cid, "absent"))
             for cid, result in document["claims"].items()}
 
 
@@ -171,6 +168,7 @@ def summary_markdown(results_root: Path, slugs: list[str]) -> str:
     robustness = load_robustness(results_root)
     for slug in slugs:
         document = load_metrics(results_root, slug)
+        shifted = shifted_verdicts(robustness, slug, document)
         if document is None:
             lines.append(f"## `{slug}`\n\nnot run yet\n")
             continue
@@ -178,8 +176,7 @@ def summary_markdown(results_root: Path, slugs: list[str]) -> str:
         lines.append(f"`{slug}` · {document['method']} · class {document['paper_class']} · {verdict_line(document)}"
                      + (" · **smoke scale**" if document.get("smoke") else "") + "\n")
         for role, heading in (("claim", "Claims"), ("sanity", "Sanity checks (not counted)")):
-            rows = [claim_row(cid, result, document["paper_class"],
-                              flip_note(robustness, slug, cid, result["verdict"], results_root))
+            rows = [claim_row(cid, result, document["paper_class"], flip_note(robustness, shifted, cid, result["verdict"]))
                     for cid, result in document["claims"].items() if result["role"] == role]
             if rows:
                 lines.append(f"{heading}:\n")
