@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: check, list, run, repro, fingerprint, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, record, evaluate, repro, fingerprint, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -53,6 +53,50 @@ def run(
         summary = run_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
                             runner=runner, dask_address=dask_address)
     except Exception as err:  # one line with the cause, non-zero exit
+        _fail(err)
+    from paperflows.summary import counts_text
+
+    typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
+
+
+@app.command()
+def record(
+    slug: str = typer.Argument(..., help="a split paper's slug"),
+    smoke: bool = typer.Option(False, help="smoke scale; writes under .paperflows/smoke unless --out is given"),
+    set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
+    runner: str = typer.Option("threads", help="threads | processes | dask"),
+    dask_address: Optional[str] = typer.Option(None, help="address of an existing Dask scheduler (with --runner dask)"),
+    out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
+    params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+) -> None:
+    """Run a split paper's experiment into data/<slug>/records (only the seeds the records lack)."""
+    from paperflows.stages import record_paper
+
+    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+    try:
+        summary = record_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
+                               runner=runner, dask_address=dask_address)
+    except Exception as err:
+        _fail(err)
+    typer.echo(f"{slug}: records for seeds {summary['seeds']} ({len(summary['seeds_run'])} run now) in "
+               f"{summary['wall_s']:.1f} s -> {summary['records_dir']}")
+
+
+@app.command()
+def evaluate(
+    slug: str = typer.Argument(..., help="a split paper's slug"),
+    smoke: bool = typer.Option(False, help="score the smoke-scale records under .paperflows/smoke"),
+    set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
+    out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
+    params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+) -> None:
+    """Score a split paper's stored records: estimates, claims, figure and report (no training)."""
+    from paperflows.scoring import evaluate_paper
+
+    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+    try:
+        summary = evaluate_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_)
+    except Exception as err:
         _fail(err)
     from paperflows.summary import counts_text
 

@@ -31,13 +31,38 @@ def load_flow(slug: str) -> PaperFlow:
     return found[0]
 
 
+def load_paper(slug: str) -> Any:
+    """The :class:`tasks.contract.Paper` of ``slug``: its ``claims.py`` when split, else its one-stage flow's."""
+    from paperflows.scoring import load_evaluation
+    from paperflows.stages import is_split
+
+    if slug in paper_slugs() and is_split(slug):
+        return load_evaluation(slug)[0]
+    return load_flow(slug).paper
+
+
+def load_params_model(slug: str) -> type:
+    """The params model the paper's experiment runs with."""
+    from paperflows.stages import is_split, load_experiment
+
+    if slug in paper_slugs() and is_split(slug):
+        return load_experiment(slug).params_model
+    return load_flow(slug).params_model
+
+
 def run_paper(slug: str, *, params_file: Path = Path("params.yaml"), smoke: bool = False,
               overrides: Sequence[str] = (), **options: Any) -> dict[str, Any]:
     """Run the paper ``slug`` with its section of ``params_file``; see :func:`run_flow` for the options.
+    A paper split into records and evaluation runs both stages (:func:`paperflows.scoring.run_split`).
 
     The params are validated first, from ``flows/<slug>/params.py`` alone: a bad value fails in well
     under a second, before the paper's method or Prefect is imported.
     """
+    from paperflows.scoring import run_split
+    from paperflows.stages import is_split
+
+    if slug in paper_slugs() and is_split(slug):
+        return run_split(slug, params_file=params_file, smoke=smoke, overrides=overrides, **options)
     raw = read_params_file(params_file)
     resolve_params(slug, raw, smoke, overrides)
     return run_flow(load_flow(slug), raw, smoke=smoke, overrides=overrides, **options)

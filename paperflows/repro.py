@@ -11,6 +11,7 @@ elapsed total; a last ``dvc repro`` brings the summary (and anything else) up to
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from paperflows.params import ParamsError, configured_slugs
+from paperflows.stages import FRESH_ENV
 
+EVAL_SUFFIX = "-eval"
+EVAL_STAGE_S = 3.0
+"""An evaluation stage: a process start, imports, the estimates and the report (no training)."""
 STAGE_OVERHEAD_S = 15.0
 """Per stage, outside the flow body: a process start, imports, Prefect's bookkeeping and DVC's hashing (measured
 about 10-20 s on 2 cores)."""
@@ -28,16 +33,25 @@ def _dvc(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("dvc")), *args]
 
 
+def paper_stage_names(slug: str) -> list[str]:
+    """The DVC stages of a paper: ``<slug>``, and ``<slug>-eval`` when it is split into records and evaluation."""
+    from paperflows.stages import is_split
+
+    return [slug, f"{slug}{EVAL_SUFFIX}"] if is_split(slug) else [slug]
+
+
 def stages_to_run(slugs: Sequence[str]) -> list[str]:
     """The paper stages ``dvc status`` reports as changed, in ``params.yaml`` order."""
     out = subprocess.run(_dvc("status", "--json"), capture_output=True, text=True, check=True).stdout
     changed = set(json.loads(out or "{}"))
-    return [slug for slug in slugs if slug in changed]
+    return [stage for slug in slugs for stage in paper_stage_names(slug) if stage in changed]
 
 
-def expected_seconds(slugs: Sequence[str], results_root: Path = Path("results")) -> float:
-    """Rough wall time of running ``slugs``: each one's committed flow-body time (``metrics.json``) plus the
-    per-stage overhead; a paper without committed results counts as the median of the others."""
+def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")) -> float:
+    """Rough wall time of running ``stages``: a paper's (or records) stage costs its committed flow-body time
+    (``metrics.json``) plus the per-stage overhead, a paper without committed results the median of the
+    others; an evaluation stage a few seconds."""
+    slugs = [stage for stage in stages if not stage.endswith(EVAL_SUFFIX)]
     known = {}
     for slug in slugs:
         path = results_root / slug / "metrics.json"
@@ -46,7 +60,8 @@ def expected_seconds(slugs: Sequence[str], results_root: Path = Path("results"))
             if isinstance(body, (int, float)):
                 known[slug] = float(body)
     fallback = sorted(known.values())[len(known) // 2] if known else 60.0
-    return sum(known.get(slug, fallback) + STAGE_OVERHEAD_S for slug in slugs)
+    return (sum(known.get(slug, fallback) + STAGE_OVERHEAD_S for slug in slugs)
+            + EVAL_STAGE_S * (len(stages) - len(slugs)))
 
 
 def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
@@ -60,17 +75,20 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = ()) -> in
     """Run every changed paper (or the ``papers`` given, forced), then the rest of the pipeline; returns the
     exit code of the first failure (or 0)."""
     slugs = configured_slugs()
-    queue = choose(papers, slugs) if papers else stages_to_run(slugs)
+    queue = ([stage for slug in choose(papers, slugs) for stage in paper_stage_names(slug)] if papers
+             else stages_to_run(slugs))
     estimate = expected_seconds(queue)
-    echo(f"{len(queue)} of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
+    echo(f"{len(queue)} stages of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
          + (f"; expected about {_clock(estimate)} (committed runtimes; 2 cores)" if queue else ""))
     started = time.monotonic()
-    for position, slug in enumerate(queue, 1):
-        echo(f"[{position}/{len(queue)}] {slug} ... (elapsed {_clock(time.monotonic() - started)})")
+    for position, stage in enumerate(queue, 1):
+        echo(f"[{position}/{len(queue)}] {stage} ... (elapsed {_clock(time.monotonic() - started)})")
         stage_started = time.monotonic()
-        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if papers else []), slug)).returncode
+        # a forced run starts the records afresh instead of appending to the stored ones
+        env = {**os.environ, **({FRESH_ENV: "1"} if papers else {})}
+        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if papers else []), stage), env=env).returncode
         verb = "done" if code == 0 else f"FAILED (exit {code})"
-        echo(f"[{position}/{len(queue)}] {slug} {verb} in {time.monotonic() - stage_started:.0f} s "
+        echo(f"[{position}/{len(queue)}] {stage} {verb} in {time.monotonic() - stage_started:.0f} s "
              f"(elapsed {_clock(time.monotonic() - started)})")
         if code:
             return code

@@ -1,62 +1,27 @@
-"""The flow decorator and Prefect tasks of the flow contract (the data classes are in :mod:`tasks.contract`).
+"""The one-stage flow decorator, for papers not yet split into records and evaluation.
 
 :func:`paper_flow` turns a paper's body into a Prefect flow that validates its params, runs the body,
-checks the declared claims (:mod:`tasks.claims`) and writes the report (:mod:`tasks.report`).
-:func:`over_seeds` and :func:`run_mapped` run a method function as mapped tasks, so a flow needs no
-one-line task wrappers: ``over_seeds(method.run_seed, ctx.seeds, p=params)``; :func:`run_task` and
-:func:`start_task` run one function as a task, in the foreground or beside the seeds.
+checks the declared claims (:mod:`tasks.claims`) and writes the report (:mod:`tasks.report`). A split paper
+uses :func:`tasks.experiment.paper_experiment` and ``flows/<slug>/evaluate.py`` instead. The Prefect task
+helpers (:func:`over_seeds`, :func:`run_mapped`, :func:`run_task`, :func:`start_task`) live in
+:mod:`tasks.experiment` and are re-exported here for the one-stage flows.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable
 
-from prefect import flow, task, unmapped
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 
 from tasks.claims import check_claims
 from tasks.contract import Paper, PaperParams, RunContext, RunOutput
+from tasks.experiment import over_seeds, paper_task, run_mapped, run_task, start_task
 from tasks.report import write_report
 
-
-def paper_task(fn: Callable | None = None, **options: Any):
-    """A Prefect task with caching off: inside a DVC stage, DVC is the cache (see the README's design notes)."""
-    options = {"cache_policy": NO_CACHE, "persist_result": False, **options}
-    if fn is None:
-        return lambda f: task(f, **options)
-    return task(fn, **options)
-
-
-@functools.cache
-def _as_task(fn: Callable):
-    return paper_task(fn)
-
-
-def run_mapped(fn: Callable, mapped: Mapping[str, Sequence[Any]], **constants: Any) -> list[Any]:
-    """``fn(**{name: values[i]}, **constants)`` for every i, as mapped Prefect tasks on the flow's task
-    runner; the results in input order. Every sequence in ``mapped`` has the same length."""
-    futures = _as_task(fn).map(**{name: list(values) for name, values in mapped.items()},
-                               **{name: unmapped(value) for name, value in constants.items()})
-    return futures.result()
-
-
-def over_seeds(fn: Callable, seeds: Sequence[int], **constants: Any) -> list[Any]:
-    """``fn(seed=s, **constants)`` for every seed, as mapped Prefect tasks; the results in seed order."""
-    return run_mapped(fn, {"seed": seeds}, **constants)
-
-
-def run_task(fn: Callable, **kwargs: Any) -> Any:
-    """``fn(**kwargs)`` as one Prefect task (visible in the UI), e.g. a timing that must run alone."""
-    return _as_task(fn)(**kwargs)
-
-
-def start_task(fn: Callable, **kwargs: Any):
-    """``fn(**kwargs)`` as one Prefect task started in the background, beside the seeds; ``.result()`` waits."""
-    return _as_task(fn).submit(**kwargs)
+__all__ = ["PaperFlow", "paper_flow", "over_seeds", "paper_task", "run_mapped", "run_task", "start_task"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import yaml
 from conftest import ROOT, read_metrics, without_timings
 
 from paperflows.params import paper_slugs, read_params_file, resolve_params
-from paperflows.pipeline import load_flow, run_paper
+from paperflows.pipeline import load_paper, load_params_model, run_paper
 from paperflows.summary import README_END, README_START
 
 SLUGS = paper_slugs()
@@ -26,8 +26,7 @@ def test_default_and_smoke_params_validate(slug):
     default, _ = resolve_params(slug, raw)
     smoke, _ = resolve_params(slug, raw, smoke=True)
     assert smoke != default, "SMOKE must shrink the run"
-    flow = load_flow(slug)
-    assert flow.params_model is type(default), "the flow runs with the model of flows/<slug>/params.py"
+    assert load_params_model(slug) is type(default), "the flow runs with the model of flows/<slug>/params.py"
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -52,7 +51,7 @@ def global_rng_states() -> tuple[torch.Tensor, np.ndarray]:
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_paper_flow_at_smoke_scale_is_deterministic(slug, tmp_path):
-    paper = load_flow(slug).paper
+    paper = load_paper(slug)
     torch_before, numpy_before = global_rng_states()
     run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "a", smoke=True)
     torch_after, numpy_after = global_rng_states()

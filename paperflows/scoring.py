@@ -1,0 +1,57 @@
+"""The evaluation stage of a split paper: score its stored records (no training, no Prefect).
+
+Its records stage is :mod:`paperflows.stages`; :func:`run_split` runs both, as ``paperflows run`` does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from paperflows.params import FLOWS_DIR, ParamsError, read_params_file, resolve_params
+from paperflows.stages import NOTES_FILE, RECORDS, known_split, record_paper
+
+
+def load_evaluation(slug: str):
+    """``(PAPER, evaluate, notes)`` of a split paper."""
+    known_split(slug)
+    paper = importlib.import_module(f"flows.{slug}.claims").PAPER
+    if paper.slug != slug:
+        raise RuntimeError(f"flows/{slug}/claims.py declares slug '{paper.slug}'")
+    evaluate = importlib.import_module(f"flows.{slug}.evaluate").evaluate
+    return paper, evaluate, (FLOWS_DIR / slug / NOTES_FILE).read_text()
+
+
+def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root: Path = Path("."),
+                   smoke: bool = False, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Score the stored records of ``slug``: estimates, claims, tables, figure and report."""
+    raw = read_params_file(params_file)
+    params, common = resolve_params(slug, raw, smoke, overrides)
+    started = time.perf_counter()
+    paper, evaluate, notes = load_evaluation(slug)
+    from tasks.evaluation import evaluate_records
+    from tasks.records import load_records
+    from tasks.seeding import seed_list
+
+    data_dir = Path(out_root).resolve() / "data" / slug
+    records = load_records(data_dir / RECORDS)
+    if records.meta.get("key", {}).get("smoke") != smoke:
+        raise ParamsError(f"the records in {data_dir / RECORDS} were made at "
+                          f"{'smoke' if records.meta.get('key', {}).get('smoke') else 'default'} scale")
+    wanted = seed_list(common.seed, params.seeds)
+    if records.seeds != wanted:
+        raise ParamsError(f"the records in {data_dir / RECORDS} cover seeds {records.seeds}, params ask for "
+                          f"{wanted}: run `paperflows record {slug}` first")
+    summary = evaluate_records(paper, params, records, evaluate, notes, data_dir,
+                               Path(out_root).resolve() / "results" / slug, smoke)
+    return {**summary, "wall_s": time.perf_counter() - started}
+
+
+def run_split(slug: str, **options: Any) -> dict[str, Any]:
+    """Both stages of a split paper, one after the other (what ``paperflows run`` does for it)."""
+    evaluate_options = {k: options[k] for k in ("params_file", "out_root", "smoke", "overrides") if k in options}
+    recorded = record_paper(slug, **options)
+    summary = evaluate_paper(slug, **evaluate_options)
+    return {**summary, "wall_s": recorded["wall_s"] + summary["wall_s"]}

@@ -1,0 +1,118 @@
+"""The records stage of a split paper: ``record`` runs its experiment into per-seed records.
+
+Its evaluation stage is :mod:`paperflows.scoring`. A paper is split when ``flows/<slug>/claims.py`` exists: ``flow.py`` holds its :func:`paper_experiment`,
+``claims.py`` its ``PAPER`` (claims fixed before any run), ``evaluate.py`` its ``evaluate(params, records)``,
+and ``NOTES.md`` its fixed prose. Records go to ``<root>/data/<slug>/records`` (see :mod:`tasks.records`),
+results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from paperflows.params import FLOWS_DIR, ParamsError, paper_slugs, read_params_file, resolve_params
+
+if TYPE_CHECKING:
+    from tasks.experiment import PaperExperiment
+
+RECORDS = "records"
+NOTES_FILE = "NOTES.md"
+SPLIT_FILES = ("flow.py", "claims.py", "evaluate.py", NOTES_FILE)
+FRESH_ENV = "PAPERFLOWS_FRESH_RECORDS"  # 1: never append to stored records (a forced rerun from scratch)
+
+
+def is_split(slug: str) -> bool:
+    """Whether ``slug`` is split into a records stage and an evaluation stage (it has ``claims.py``)."""
+    return (FLOWS_DIR / slug / "claims.py").is_file()
+
+
+def known_split(slug: str) -> None:
+    if slug not in paper_slugs():
+        raise ParamsError(f"unknown paper '{slug}'; known: {', '.join(paper_slugs())}")
+    if not is_split(slug):
+        raise ParamsError(f"flows/{slug} is a one-stage flow (no claims.py): use `paperflows run {slug}`")
+    missing = [name for name in SPLIT_FILES if not (FLOWS_DIR / slug / name).is_file()]
+    if missing:
+        raise ParamsError(f"flows/{slug} has claims.py but lacks {', '.join(missing)}")
+
+
+def load_experiment(slug: str) -> PaperExperiment:
+    from tasks.experiment import PaperExperiment
+
+    known_split(slug)
+    module = importlib.import_module(f"flows.{slug}.flow")
+    found = [v for v in vars(module).values() if isinstance(v, PaperExperiment)]
+    if len(found) != 1 or found[0].slug != slug:
+        raise RuntimeError(f"flows/{slug}/flow.py must define exactly one @paper_experiment('{slug}', ...)")
+    return found[0]
+
+
+def code_digest(slug: str) -> str:
+    """A hash of the source of every repo module the experiment has loaded (its flow, method, params and the
+    ``tasks`` modules they import): records made by other code are never appended to."""
+    digest = hashlib.sha256()
+    root = FLOWS_DIR.parent
+    for name in sorted(sys.modules):
+        if name.split(".")[0] == "tasks" or name.startswith(f"flows.{slug}."):
+            path = getattr(sys.modules[name], "__file__", None)
+            if path and Path(path).is_file():
+                digest.update(str(Path(path).relative_to(root)).encode() + b"\0" + Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root: Path = Path("."),
+                 smoke: bool = False, overrides: Sequence[str] = (), runner: str = "threads",
+                 dask_address: str | None = None, extra_tags: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the experiment of ``slug`` for the seeds its records lack, and save the records.
+
+    Stored records made by the same code and params (apart from the seed count) are kept and only new
+    seeds run, when the experiment is seed-separable and ``PAPERFLOWS_FRESH_RECORDS`` is unset.
+    """
+    raw = read_params_file(params_file)
+    resolve_params(slug, raw, smoke, overrides)
+    experiment = load_experiment(slug)
+    from prefect import tags
+
+    from paperflows.runners import make_task_runner
+    from tasks.records import grow_plan, load_records, merge_records, save_records, select_seeds
+    from tasks.seeding import seed_list
+
+    params, common = resolve_params(slug, raw, smoke, overrides, model=(experiment.params_model, experiment.smoke))
+    seeds = seed_list(common.seed, params.seeds)
+    dumped = params.model_dump(mode="json")
+    key = {"params": {k: v for k, v in dumped.items() if k != "seeds"}, "base_seed": common.seed,
+           "code": code_digest(slug), "smoke": smoke}
+    data_dir = Path(out_root).resolve() / "data" / slug
+    folder = data_dir / RECORDS
+    stored = None
+    if (folder / "meta.json").is_file() and os.environ.get(FRESH_ENV) != "1":
+        stored = load_records(folder)
+    todo = grow_plan(stored, key, seeds, experiment.seed_separable)
+
+    started = time.perf_counter()
+    if todo:
+        stage = os.environ.get("DVC_STAGE")
+        configured = experiment.flow.with_options(
+            task_runner=make_task_runner(runner, common.max_workers, dask_address),
+            flow_run_name=slug + (f"@{stage}" if stage else "") + ("-smoke" if smoke else ""))
+        run_tags = (["paperflows", slug, "records", f"runner:{runner}", *extra_tags] + (["smoke"] if smoke else [])
+                    + ([f"dvc:{stage}"] if stage else []))
+        with tags(*run_tags):
+            new = configured(params=dumped, seeds=todo, data_dir=str(data_dir),
+                             results_dir=str(Path(out_root).resolve() / "results" / slug), smoke_run=smoke)
+        new.meta["key"] = key
+        reused = [s for s in seeds if s not in todo]
+        records = merge_records(select_seeds(stored, reused), new, seeds) if reused else new
+        records.meta["seeds_run"] = todo
+    else:
+        records = select_seeds(stored, seeds)
+        records.meta["seeds_run"] = []
+    save_records(records, folder)
+    return {"paper": slug, "records_dir": str(folder), "seeds": seeds, "seeds_run": todo,
+            "wall_s": time.perf_counter() - started}
