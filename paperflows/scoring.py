@@ -33,17 +33,21 @@ def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_ro
     paper, evaluate, notes = load_evaluation(slug)
     from tasks.evaluation import evaluate_records
     from tasks.records import load_records
-    from tasks.seeding import seed_list
 
     data_dir = Path(out_root).resolve() / "data" / slug
     records = load_records(data_dir / RECORDS)
-    if records.meta.get("key", {}).get("smoke") != smoke:
+    made = records.meta.get("key", {})
+    if made.get("smoke") != smoke:
         raise ParamsError(f"the records in {data_dir / RECORDS} were made at "
-                          f"{'smoke' if records.meta.get('key', {}).get('smoke') else 'default'} scale")
-    wanted = seed_list(common.seed, params.seeds)
-    if records.seeds != wanted:
+                          f"{'smoke' if made.get('smoke') else 'default'} scale")
+    changed = sorted(k for k, v in params.model_dump(mode="json").items()
+                     if k != "seeds" and made.get("params", {}).get(k) != v)
+    if changed:
+        raise ParamsError(f"the records in {data_dir / RECORDS} were made with other values of "
+                          f"{', '.join(f'papers.{slug}.{k}' for k in changed)}: run `paperflows record {slug}` first")
+    if len(records.seeds) != params.seeds or made.get("base_seed") != common.seed:
         raise ParamsError(f"the records in {data_dir / RECORDS} cover seeds {records.seeds}, params ask for "
-                          f"{wanted}: run `paperflows record {slug}` first")
+                          f"{params.seeds} seeds from {common.seed}: run `paperflows record {slug}` first")
     summary = evaluate_records(paper, params, records, evaluate, notes, data_dir,
                                Path(out_root).resolve() / "results" / slug, smoke)
     return {**summary, "wall_s": time.perf_counter() - started}

@@ -71,8 +71,8 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
                  dask_address: str | None = None, extra_tags: Sequence[str] = ()) -> dict[str, Any]:
     """Run the experiment of ``slug`` for the seeds its records lack, and save the records.
 
-    Stored records made by the same code and params (apart from the seed count) are kept and only new
-    seeds run, when the experiment is seed-separable and ``PAPERFLOWS_FRESH_RECORDS`` is unset.
+    Stored records made by the same code and params (apart from the seed count), on a machine with the same
+    kernel fingerprint, are kept and only new seeds run, when the experiment is seed-separable and ``PAPERFLOWS_FRESH_RECORDS`` is unset.
     """
     raw = read_params_file(params_file)
     resolve_params(slug, raw, smoke, overrides)
@@ -80,6 +80,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     from prefect import tags
 
     from paperflows.runners import make_task_runner
+    from tasks.fingerprint import fingerprint_digest
     from tasks.records import grow_plan, load_records, merge_records, save_records, select_seeds
     from tasks.seeding import seed_list
 
@@ -87,7 +88,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     seeds = seed_list(common.seed, params.seeds)
     dumped = params.model_dump(mode="json")
     key = {"params": {k: v for k, v in dumped.items() if k != "seeds"}, "base_seed": common.seed,
-           "code": code_digest(slug), "smoke": smoke}
+           "code": code_digest(slug), "fingerprint": fingerprint_digest(), "smoke": smoke}
     data_dir = Path(out_root).resolve() / "data" / slug
     folder = data_dir / RECORDS
     stored = None

@@ -22,7 +22,8 @@ Evaluate = Callable[[PaperParams, Records], RunOutput]
 def evaluate_records(paper: Paper, params: PaperParams, records: Records, evaluate: Evaluate, notes: str,
                      data_dir: Path, results_dir: Path, smoke: bool = False) -> dict[str, Any]:
     """Score ``records``: ``evaluate(params, records)``, the declared claims on its metrics, and the report
-    in ``results_dir`` with ``notes`` (the paper's NOTES.md) before the generated notes."""
+    in ``results_dir`` with ``notes`` (the paper's NOTES.md) before the generated notes. The report carries the
+    fingerprint digest of the machine that made the records: their bits are what the kernels decide."""
     started = time.perf_counter()
     output = evaluate(params, records)
     timings = output.metrics.setdefault("timings", {})
@@ -31,4 +32,4 @@ def evaluate_records(paper: Paper, params: PaperParams, records: Records, evalua
     output.notes = "\n\n".join(part.strip() for part in (notes, output.notes) if part.strip())
     results = check_claims(paper, output.metrics, len(records.seeds))
     ctx = RunContext(paper.slug, list(records.seeds), Path(data_dir), Path(results_dir), smoke)
-    return write_report(paper, params.model_dump(mode="json"), ctx, output, results)
+    return write_report(paper, params.model_dump(mode="json"), ctx, output, results, records.meta["fingerprint"])

@@ -23,6 +23,7 @@ from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
 from tasks.contract import PaperParams, RunContext
+from tasks.fingerprint import fingerprint_digest
 from tasks.records import Records, check_tables
 
 
@@ -94,7 +95,8 @@ def paper_experiment(slug: str, params_model: type[PaperParams], smoke: dict[str
             started = time.perf_counter()
             tables = dict(body(validated, ctx))
             check_tables(tables, ctx.seeds, slug)
-            return Records(tables, list(ctx.seeds), {"experiment_s": time.perf_counter() - started})
+            return Records(tables, list(ctx.seeds), {"experiment_s": time.perf_counter() - started,
+                                                     "fingerprint": fingerprint_digest()})
 
         run.__doc__ = body.__doc__ or slug
         prefect_flow = flow(run, name=slug, description=body.__doc__ or slug, validate_parameters=False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -15,7 +16,6 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 
 from tasks.claims import VERDICT_CODES, ClaimResult, count_verdicts
-from tasks.fingerprint import fingerprint_digest
 from tasks.contract import Paper, RunContext, RunOutput
 from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -147,10 +147,15 @@ def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output:
 
 
 def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
-                     results: Sequence[ClaimResult]) -> dict[str, Any]:
+                     results: Sequence[ClaimResult], fingerprint: str | None = None) -> dict[str, Any]:
     """The content of ``metrics.json``, the full record of a run: the paper, params, the numeric kernels'
-    fingerprint digest (:mod:`tasks.fingerprint`: equal digests, equal bits), every measurement, and each claim
-    with its declaration, value and verdict (enough for the summary without the code)."""
+    fingerprint digest (:mod:`tasks.fingerprint`: equal digests, equal bits; ``fingerprint`` when the
+    measurements were made elsewhere, e.g. by a records stage, else this process's), every measurement, and each
+    claim with its declaration, value and verdict (enough for the summary without the code)."""
+    if fingerprint is None:
+        from tasks.fingerprint import fingerprint_digest  # imports torch: only where the digest is computed
+
+        fingerprint = fingerprint_digest()
     declared = {c.id: c for c in paper.claims}
     return {
         "paper": paper.slug,
@@ -160,7 +165,7 @@ def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, outp
         "smoke": ctx.smoke,
         "seeds": ctx.seeds,
         "params": params,
-        "fingerprint": fingerprint_digest(),
+        "fingerprint": fingerprint,
         "metrics": output.metrics,
         "claims": {r.id: {**r.model_dump(exclude={"id"}), "passed": int(r.verdict == "reproduced"),
                           "text": declared[r.id].text, "scaled": declared[r.id].scaled,
@@ -177,12 +182,13 @@ def dvc_metrics_document(results: Sequence[ClaimResult]) -> dict[str, Any]:
 
 
 def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
-                 results: Sequence[ClaimResult]) -> dict[str, Any]:
-    """Write the run's outputs into ``ctx.results_dir`` (atomically, as a whole) and publish artifacts."""
+                 results: Sequence[ClaimResult], fingerprint: str | None = None) -> dict[str, Any]:
+    """Write the run's outputs into ``ctx.results_dir`` (atomically, as a whole) and, inside a Prefect flow run,
+    publish the report and claims as artifacts. ``fingerprint``: see :func:`metrics_document`."""
     plot = output.tables.get("plot")
     if plot is None or not set(PLOT_COLUMNS) <= set(plot.columns):
         raise ValueError(f"{paper.slug}: RunOutput.tables['plot'] must have columns {PLOT_COLUMNS}")
-    document = metrics_document(paper, params, ctx, output, results)
+    document = metrics_document(paper, params, ctx, output, results, fingerprint)
     report = render_report(paper, params, ctx, output, results)
 
     final = Path(ctx.results_dir)
@@ -221,6 +227,8 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
 
 
 def _in_flow_run() -> bool:
+    if "prefect" not in sys.modules:  # an evaluation stage runs without Prefect: importing it costs ~0.7 s
+        return False
     from prefect.context import get_run_context
 
     try:
