@@ -104,11 +104,19 @@ def evaluate(
 
 
 @app.command()
-def check(params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
+def check(params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+          claims: bool = typer.Option(False, "--claims", help="also score each split paper's committed records in "
+                                      "memory and look up every path its claims name (seconds per paper)")) -> None:
     """Validate params.yaml and the flow registry without starting Prefect or importing any method."""
     from paperflows.params import check_params_file, configured_slugs
 
     problems = check_params_file(params_file)
+    if claims and not problems:
+        from paperflows.scoring import claim_problems
+        from paperflows.stages import is_split
+
+        problems = [p for slug in configured_slugs(params_file) if is_split(slug)
+                    for p in claim_problems(slug, params_file=params_file)]
     for problem in problems:
         typer.echo(f"error: {problem}", err=True)
     if problems:

@@ -10,12 +10,15 @@ from paperflows.dvcgen import RESERVED_STAGES
 from tasks.io import atomic_write_text
 
 FILES = {"params.py.tmpl": "flows/{slug}/params.py", "method.py.tmpl": "flows/{slug}/method.py",
-         "flow.py.tmpl": "flows/{slug}/flow.py", "test.py.tmpl": "tests/test_{slug}.py"}
+         "flow.py.tmpl": "flows/{slug}/flow.py", "claims.py.tmpl": "flows/{slug}/claims.py",
+         "evaluate.py.tmpl": "flows/{slug}/evaluate.py", "NOTES.md.tmpl": "flows/{slug}/NOTES.md",
+         "test.py.tmpl": "tests/test_{slug}.py"}
 SECTION = "  {slug}:\n    seeds: 5\n    n_samples: 100\n    effect: 0.5\n"
 
 
 def new_paper(slug: str, root: Path = Path(".")) -> list[Path]:
-    """Write ``flows/<slug>/`` (params.py, method.py, flow.py), ``tests/test_<slug>.py`` and a
+    """Write ``flows/<slug>/`` (params.py, method.py, flow.py: the experiment; claims.py, evaluate.py, NOTES.md:
+    the evaluation), ``tests/test_<slug>.py`` and a
     ``papers.<slug>`` section at the end of ``params.yaml``; refuse to overwrite anything."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", slug) or slug in RESERVED_STAGES:
         raise ValueError(f"slug '{slug}' must be lowercase letters, digits and underscores (and not a stage's name: "

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from paperflows.params import FLOWS_DIR, ParamsError, read_params_file, resolve_params
-from paperflows.stages import NOTES_FILE, RECORDS, known_split, record_paper
+from paperflows.stages import NOTES_FILE, known_split, record_paper, records_dir
 
 
 def load_evaluation(slug: str):
@@ -35,22 +35,45 @@ def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_ro
     from tasks.records import load_records
 
     data_dir = Path(out_root).resolve() / "data" / slug
-    records = load_records(data_dir / RECORDS)
+    folder = records_dir(out_root, slug)
+    records = load_records(folder)
     made = records.meta.get("key", {})
     if made.get("smoke") != smoke:
-        raise ParamsError(f"the records in {data_dir / RECORDS} were made at "
+        raise ParamsError(f"the records in {folder} were made at "
                           f"{'smoke' if made.get('smoke') else 'default'} scale")
     changed = sorted(k for k, v in params.model_dump(mode="json").items()
                      if k != "seeds" and made.get("params", {}).get(k) != v)
     if changed:
-        raise ParamsError(f"the records in {data_dir / RECORDS} were made with other values of "
+        raise ParamsError(f"the records in {folder} were made with other values of "
                           f"{', '.join(f'papers.{slug}.{k}' for k in changed)}: run `paperflows record {slug}` first")
     if len(records.seeds) != params.seeds or made.get("base_seed") != common.seed:
-        raise ParamsError(f"the records in {data_dir / RECORDS} cover seeds {records.seeds}, params ask for "
+        raise ParamsError(f"the records in {folder} cover seeds {records.seeds}, params ask for "
                           f"{params.seeds} seeds from {common.seed}: run `paperflows record {slug}` first")
     summary = evaluate_records(paper, params, records, evaluate, notes, data_dir,
                                Path(out_root).resolve() / "results" / slug, smoke)
     return {**summary, "wall_s": time.perf_counter() - started}
+
+
+def claim_problems(slug: str, root: Path = Path("."), params_file: Path = Path("params.yaml")) -> list[str]:
+    """What keeps the claims of ``slug`` from being checked on its committed records: its ``evaluate`` run on
+    them in memory (nothing written), then every metric, interval, per-seed, per-setting and control path of
+    ``claims.py`` looked up. Empty when every claim can be checked; catches a renamed or mistyped path before
+    any run."""
+    from tasks.claims import check_claims
+    from tasks.records import load_records
+
+    paper, evaluate, _ = load_evaluation(slug)
+    params, _ = resolve_params(slug, read_params_file(params_file))
+    try:
+        records = load_records(records_dir(root, slug))
+        output = evaluate(params, records)
+        import matplotlib.pyplot as plt
+
+        plt.close(output.figure)
+        check_claims(paper, output.metrics, len(records.seeds))
+    except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
+        return [f"{slug}: {type(err).__name__}: {err}"]
+    return []
 
 
 def run_split(slug: str, **options: Any) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 Its evaluation stage is :mod:`paperflows.scoring`. A paper is split when ``flows/<slug>/claims.py`` exists: ``flow.py`` holds its :func:`paper_experiment`,
 ``claims.py`` its ``PAPER`` (claims fixed before any run), ``evaluate.py`` its ``evaluate(params, records)``,
-and ``NOTES.md`` its fixed prose. Records go to ``<root>/data/<slug>/records`` (see :mod:`tasks.records`),
-results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
+and ``NOTES.md`` its fixed prose. Records go to ``<root>/records/<slug>`` (see :mod:`tasks.records`; small,
+committed to git beside the results, so that a fresh clone re-scores without training), datasets the
+experiment saves to ``<root>/data/<slug>`` (DVC-cached), results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from paperflows.params import FLOWS_DIR, ParamsError, paper_slugs, read_params_f
 if TYPE_CHECKING:
     from tasks.experiment import PaperExperiment
 
-RECORDS = "records"
+RECORDS = "records"  # <root>/records/<slug>: small, in git, so a fresh clone can re-score without training
 NOTES_FILE = "NOTES.md"
 SPLIT_FILES = ("flow.py", "claims.py", "evaluate.py", NOTES_FILE)
 FRESH_ENV = "PAPERFLOWS_FRESH_RECORDS"  # 1: never append to stored records (a forced rerun from scratch)
+
+
+def records_dir(out_root: Path, slug: str) -> Path:
+    return Path(out_root).resolve() / RECORDS / slug
 
 
 def is_split(slug: str) -> bool:
@@ -90,7 +95,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     key = {"params": {k: v for k, v in dumped.items() if k != "seeds"}, "base_seed": common.seed,
            "code": code_digest(slug), "fingerprint": fingerprint_digest(), "smoke": smoke}
     data_dir = Path(out_root).resolve() / "data" / slug
-    folder = data_dir / RECORDS
+    folder = records_dir(out_root, slug)
     stored = None
     if (folder / "meta.json").is_file() and os.environ.get(FRESH_ENV) != "1":
         stored = load_records(folder)

@@ -82,7 +82,7 @@ def load_records(folder: Path) -> Records:
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         raise FileNotFoundError(f"no records in {folder}: run the experiment first "
-                                f"(`paperflows record {folder.parent.name}` or `dvc repro {folder.parent.name}`)")
+                                f"(`paperflows record {folder.name}` or `dvc repro {folder.name}`)")
     meta = json.loads(meta_path.read_text())
     tables = {name: pd.read_parquet(folder / f"{name}.parquet") for name in meta.pop("tables")}
     return Records(tables, list(meta.pop("seeds")), meta)

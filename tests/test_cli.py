@@ -92,7 +92,7 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     repo, env = repo_copy
     result = cli("new", "demo_paper", env_extra=env, cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert "demo_paper:" in (repo / "dvc.yaml").read_text()
+    assert "demo_paper:" in (repo / "dvc.yaml").read_text() and "demo_paper-eval:" in (repo / "dvc.yaml").read_text()
     assert "demo_paper:" in (repo / "params" / "demo_paper.yaml").read_text()
     assert cli("check", env_extra=env, cwd=repo).returncode == 0
     assert cli("dvc-yaml", "--check", env_extra=env, cwd=repo).returncode == 0
@@ -101,6 +101,9 @@ def test_new_paper_runs_checks_and_tests_out_of_the_box(repo_copy):
     assert (repo / ".paperflows/smoke/results/demo_paper/report.md").is_file()
     claims = json.loads((repo / ".paperflows/smoke/results/demo_paper/metrics.json").read_text())["claims"]
     assert claims["method_beats_baseline"]["control"]["name"] and claims["baseline_is_centred"]["role"] == "sanity"
+    assert (repo / ".paperflows/smoke/records/demo_paper/means.parquet").is_file()
+    rescored = cli("evaluate", "demo_paper", "--smoke", env_extra=env, cwd=repo)  # no training: records only
+    assert rescored.returncode == 0 and "claims" in rescored.stdout, rescored.stderr
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "tests/test_demo_paper.py"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert tests.returncode == 0, tests.stdout[-2000:]

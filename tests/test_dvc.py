@@ -51,27 +51,56 @@ def test_committed_stage_params_are_the_sections_of_params_yaml(tmp_path):
     assert write_stage_params(tmp_path) == configured_slugs(ROOT / "params.yaml")  # common is in every file
 
 
+EVALUATION_FILES = ("claims.py", "evaluate.py")
+SCORING_MODULES = {"tasks/stats.py", "tasks/estimates.py", "tasks/claims.py", "tasks/report.py", "tasks/evaluation.py"}
+
+
+def stage_sources() -> dict[str, str]:
+    """Each paper stage's own source: a one-stage paper's whole folder; a split paper's experiment files
+    (stage ``<slug>``) and evaluation files (``<slug>-eval``)."""
+    sources = {}
+    for slug in paper_slugs():
+        files = sorted((ROOT / "flows" / slug).glob("*.py"))
+        if (ROOT / "flows" / slug / "claims.py").is_file():
+            sources[slug] = "\n".join(p.read_text() for p in files if p.name not in EVALUATION_FILES)
+            sources[f"{slug}-eval"] = "\n".join(p.read_text() for p in files if p.name in EVALUATION_FILES)
+        else:
+            sources[slug] = "\n".join(p.read_text() for p in files)
+    return sources
+
+
 def test_each_paper_depends_on_exactly_the_tasks_modules_it_imports():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    for slug in paper_slugs():
-        source = "\n".join(p.read_text() for p in (ROOT / "flows" / slug).glob("*.py"))
+    for stage, source in stage_sources().items():
         direct = set(re.findall(r"from tasks\.(\w+) import", source)) | {
             name.split(" as ")[0] for group in re.findall(r"from tasks import ([\w, ]+)", source)
             for name in group.split(", ")}
-        deps = {d.removeprefix("tasks/").removesuffix(".py") for d in stages[slug]["deps"] if d.startswith("tasks/")}
-        assert direct <= deps, f"{slug}: imports {direct - deps} but does not depend on it"
-        assert "tasks" not in stages[slug]["deps"] and "paperflows" not in stages[slug]["deps"]
-        assert "paperflows/cli.py" not in stages[slug]["deps"] and "paperflows/summary.py" not in stages[slug]["deps"]
+        deps = {d.removeprefix("tasks/").removesuffix(".py") for d in stages[stage]["deps"] if d.startswith("tasks/")}
+        assert direct <= deps, f"{stage}: imports {direct - deps} but does not depend on it"
+        assert "tasks" not in stages[stage]["deps"] and "paperflows" not in stages[stage]["deps"]
+        assert "paperflows/cli.py" not in stages[stage]["deps"] and "paperflows/summary.py" not in stages[stage]["deps"]
     assert stages["summary"]["cmd"] == "paperflows report"
     assert {f"results/{s}/metrics.json" for s in paper_slugs()} <= set(stages["summary"]["deps"])
 
 
-def test_editing_a_tasks_module_reruns_exactly_the_papers_that_import_it(repo_copy):
+def test_a_split_papers_training_never_depends_on_its_scoring():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    split = [s for s in paper_slugs() if (ROOT / "flows" / s / "claims.py").is_file()]
+    assert split, "at least one paper is split into records and evaluation"
+    for slug in split:
+        records, evaluation = stages[slug], stages[f"{slug}-eval"]
+        assert not SCORING_MODULES & set(records["deps"]), f"{slug}: its training would rerun on a scoring edit"
+        assert not {f"flows/{slug}/{name}" for name in EVALUATION_FILES} & set(records["deps"])
+        assert {f"flows/{slug}/claims.py", f"flows/{slug}/evaluate.py", f"flows/{slug}/NOTES.md",
+                f"records/{slug}"} <= set(evaluation["deps"])
+        assert {f"records/{slug}": {"cache": False, "persist": True}} in records["outs"], "records are kept, in git"
+
+
+def test_editing_a_tasks_module_reruns_exactly_the_stages_that_import_it(repo_copy):
     repo, env = repo_copy
     assert not changed_deps(repo, env), "the committed dvc.lock must match the committed code"
-    importers = {s for s in paper_slugs()
-                 if re.search(r"from tasks(\.diffusion)? import[^\n]*\bdiffusion\b|from tasks\.diffusion import",
-                              "\n".join(p.read_text() for p in (ROOT / "flows" / s).glob("*.py")))}
+    importers = {stage for stage, source in stage_sources().items()
+                 if re.search(r"from tasks(\.diffusion)? import[^\n]*\bdiffusion\b|from tasks\.diffusion import", source)}
     assert importers, "some paper imports tasks.diffusion"
     with open(repo / "tasks" / "diffusion.py", "a") as handle:
         handle.write("\n# an edit\n")
@@ -79,6 +108,16 @@ def test_editing_a_tasks_module_reruns_exactly_the_papers_that_import_it(repo_co
     (repo / "paperflows" / "cli.py").write_text((repo / "paperflows" / "cli.py").read_text() + "\n# an edit\n")
     (repo / "paperflows" / "summary.py").write_text((repo / "paperflows" / "summary.py").read_text() + "\n# an edit\n")
     assert changed_deps(repo, env) == importers | {"summary"}
+
+
+def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
+    repo, env = repo_copy
+    with open(repo / "tasks" / "stats.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    changed = changed_deps(repo, env)
+    split = {s for s in paper_slugs() if (ROOT / "flows" / s / "claims.py").is_file()}
+    assert {f"{s}-eval" for s in split} <= changed
+    assert not split & changed, "a statistics edit must not retrain a split paper"
 
 
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):

@@ -39,7 +39,7 @@ def test_an_interrupted_save_leaves_the_previous_records(tmp_path, monkeypatch):
 
 def test_missing_records_fail_with_the_command_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="paperflows record"):
-        load_records(tmp_path / "lapsum" / "records")
+        load_records(tmp_path / "records" / "lapsum")
 
 
 def test_tables_must_carry_the_seeds_that_were_run():
@@ -90,3 +90,15 @@ def test_estimates_refuse_unaligned_or_ambiguous_seeds():
 def test_by_setting_stacks_seed_aligned_rows_per_setting():
     table = pd.DataFrame([{"seed": s, "T": T, "regret": T * (s + 1)} for s in (2, 0, 1) for T in (10, 100)])
     assert est.by_setting(table, "regret", "T", [10, 100]).tolist() == [[10, 20, 30], [100, 200, 300]]
+
+
+def test_check_claims_names_a_path_the_records_cannot_produce(monkeypatch):
+    import flows.waitless_olp.claims as declared
+    from paperflows.scoring import claim_problems
+
+    assert claim_problems("waitless_olp") == []
+    first = declared.PAPER.claims[0]
+    typo = first.model_copy(update={"metric": first.metric.replace("ratio_Tmax", "ratio_Tmx")})
+    monkeypatch.setattr(declared, "PAPER", declared.PAPER.model_copy(update={"claims": (typo, *declared.PAPER.claims[1:])}))
+    assert claim_problems("waitless_olp") == ["waitless_olp: KeyError: \"metric 'regret.ratio_Tmx.ratio' not found "
+                                              "(missing 'ratio_Tmx')\""]
