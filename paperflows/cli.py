@@ -1,4 +1,4 @@
-"""The ``paperflows`` command: check, list, run, record, evaluate, repro, fingerprint, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
+"""The ``paperflows`` command: check, list, run, record, evaluate, extend, repro, fingerprint, report, robustness, new, dvc-yaml, split-params, recheck, serve, and the local Prefect server."""
 
 from __future__ import annotations
 
@@ -101,6 +101,25 @@ def evaluate(
     from paperflows.summary import counts_text
 
     typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
+
+
+@app.command()
+def extend(slugs: List[str] = typer.Argument(None, help="papers (default: every split paper with a seed_cap)"),
+           params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
+    """Second looks: for each paper with a seed_cap whose committed look 1 left a claim undecided, set
+    extra_seeds (up to the cap) in params.yaml; `dvc repro` then runs only the new seeds and re-scores."""
+    from paperflows.params import configured_slugs, set_paper_value
+    from paperflows.scoring import extension
+    from paperflows.stages import is_split
+
+    try:
+        for slug in slugs or [s for s in configured_slugs(params_file) if is_split(s)]:
+            extra = extension(slug, params_file=params_file)
+            if extra is not None:
+                set_paper_value(params_file, slug, "extra_seeds", extra)
+                typer.echo(f"{slug}: extra_seeds = {extra}" + (" (look 1 left a claim undecided)" if extra else ""))
+    except Exception as err:
+        _fail(err)
 
 
 @app.command()

@@ -199,3 +199,24 @@ def write_stage_params(root: Path = Path(".")) -> list[str]:
             atomic_write_text(target, text)
             written.append(slug)
     return written
+
+
+def set_paper_value(path: Path, slug: str, key: str, value: int) -> None:
+    """Set ``papers.<slug>.<key>: value`` in the params file, editing that one line (or adding it after the
+    section's ``seeds`` line), so comments and layout stay; the result must still validate."""
+    lines = Path(path).read_text().splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == f"  {slug}:"), None)
+    if start is None:
+        raise ParamsError(f"papers.{slug} is missing from {path}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i].startswith("    ")),
+               len(lines))
+    entry = f"    {key}: {value}\n"
+    found = [i for i in range(start + 1, end) if lines[i].startswith(f"    {key}:")]
+    if found:
+        lines[found[0]] = entry
+    else:
+        seeds = next(i for i in range(start + 1, end) if lines[i].startswith("    seeds:"))
+        lines.insert(seeds + 1, entry)
+    text = "".join(lines)
+    resolve_params(slug, yaml.load(text, Loader=_UniqueKeyLoader))
+    atomic_write_text(Path(path), text)

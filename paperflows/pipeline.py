@@ -83,6 +83,8 @@ def run_flow(flow: PaperFlow, raw_params: dict[str, Any], *, out_root: Path = Pa
 
     slug = flow.paper.slug
     params, common = resolve_params(slug, raw_params, smoke, overrides, model=(flow.params_model, flow.smoke))
+    if params.seed_cap is not None:
+        raise ParamsError(f"papers.{slug}.seed_cap: two looks need a paper split into records and evaluation")
     stage = os.environ.get("DVC_STAGE")
     run_name = slug + (f"@{stage}" if stage else "") + ("-smoke" if smoke else "")
     configured = flow.flow.with_options(

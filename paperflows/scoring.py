@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from paperflows.params import FLOWS_DIR, ParamsError, read_params_file, resolve_params
-from paperflows.stages import NOTES_FILE, known_split, record_paper, records_dir
+from paperflows.stages import NOTES_FILE, SEED_COUNTS, known_split, record_paper, records_dir
 
 
 def load_evaluation(slug: str):
@@ -42,13 +42,13 @@ def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_ro
         raise ParamsError(f"the records in {folder} were made at "
                           f"{'smoke' if made.get('smoke') else 'default'} scale")
     changed = sorted(k for k, v in params.model_dump(mode="json").items()
-                     if k != "seeds" and made.get("params", {}).get(k) != v)
+                     if k not in SEED_COUNTS and made.get("params", {}).get(k) != v)
     if changed:
         raise ParamsError(f"the records in {folder} were made with other values of "
                           f"{', '.join(f'papers.{slug}.{k}' for k in changed)}: run `paperflows record {slug}` first")
-    if len(records.seeds) != params.seeds or made.get("base_seed") != common.seed:
+    if len(records.seeds) != params.all_seeds or made.get("base_seed") != common.seed:
         raise ParamsError(f"the records in {folder} cover seeds {records.seeds}, params ask for "
-                          f"{params.seeds} seeds from {common.seed}: run `paperflows record {slug}` first")
+                          f"{params.all_seeds} seeds from {common.seed}: run `paperflows record {slug}` first")
     summary = evaluate_records(paper, params, records, evaluate, notes, data_dir,
                                Path(out_root).resolve() / "results" / slug, smoke)
     return {**summary, "wall_s": time.perf_counter() - started}
@@ -74,6 +74,25 @@ def claim_problems(slug: str, root: Path = Path("."), params_file: Path = Path("
     except (KeyError, TypeError, ValueError, FileNotFoundError) as err:
         return [f"{slug}: {type(err).__name__}: {err}"]
     return []
+
+
+def extension(slug: str, root: Path = Path("."), params_file: Path = Path("params.yaml")) -> int | None:
+    """The ``extra_seeds`` look 1 asks for on the committed records: up to the cap when a claim is undecided at
+    look 1, else 0; None for a paper without a ``seed_cap``."""
+    from tasks.evaluation import score
+    from tasks.records import load_records, select_seeds
+
+    paper, evaluate, _ = load_evaluation(slug)
+    params, _ = resolve_params(slug, read_params_file(params_file))
+    if params.seed_cap is None:
+        return None
+    records = load_records(records_dir(root, slug))
+    first_look = params.model_copy(update={"extra_seeds": 0})
+    output, _ = score(paper, first_look, select_seeds(records, records.seeds[:params.seeds]), evaluate)
+    import matplotlib.pyplot as plt
+
+    plt.close(output.figure)
+    return params.seed_cap - params.seeds if output.metrics["looks"]["undecided_at_look_1"] else 0
 
 
 def run_split(slug: str, **options: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 RECORDS = "records"  # <root>/records/<slug>: small, in git, so a fresh clone can re-score without training
 NOTES_FILE = "NOTES.md"
 SPLIT_FILES = ("flow.py", "claims.py", "evaluate.py", NOTES_FILE)
+SEED_COUNTS = ("seeds", "seed_cap", "extra_seeds")  # how many seeds: records of other counts can be reused
 FRESH_ENV = "PAPERFLOWS_FRESH_RECORDS"  # 1: never append to stored records (a forced rerun from scratch)
 
 
@@ -90,9 +91,12 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     from tasks.seeding import seed_list
 
     params, common = resolve_params(slug, raw, smoke, overrides, model=(experiment.params_model, experiment.smoke))
-    seeds = seed_list(common.seed, params.seeds)
+    if params.seed_cap is not None and not experiment.seed_separable:
+        raise ParamsError(f"papers.{slug}.seed_cap: a second look appends seeds, which needs a seed-separable "
+                          f"experiment (flows/{slug}/flow.py declares it is not)")
+    seeds = seed_list(common.seed, params.all_seeds)
     dumped = params.model_dump(mode="json")
-    key = {"params": {k: v for k, v in dumped.items() if k != "seeds"}, "base_seed": common.seed,
+    key = {"params": {k: v for k, v in dumped.items() if k not in SEED_COUNTS}, "base_seed": common.seed,
            "code": code_digest(slug), "fingerprint": fingerprint_digest(), "smoke": smoke}
     data_dir = Path(out_root).resolve() / "data" / slug
     folder = records_dir(out_root, slug)

@@ -162,7 +162,25 @@ class PaperParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    seeds: int = Field(ge=1, le=100, description="number of seeds (instances, repetitions)")
+    seeds: int = Field(ge=1, le=100, description="number of seeds (instances, repetitions); with a seed_cap, the "
+                                                 "seeds of the first look")
+    seed_cap: int | None = Field(None, ge=2, le=100, description="two looks (tasks.sequential): the most seeds a claim "
+                                 "undecided at the first look may use; none: one look at `seeds`")
+    extra_seeds: int = Field(0, ge=0, le=99, description="seeds added for the second look (written by "
+                             "`paperflows extend` when a claim is undecided at the first)")
+
+    @model_validator(mode="after")
+    def _seed_cap(self) -> "PaperParams":
+        if self.seed_cap is not None and self.seed_cap <= self.seeds:
+            raise ValueError(f"seed_cap ({self.seed_cap}) must exceed seeds ({self.seeds})")
+        if self.extra_seeds and (self.seed_cap is None or self.seeds + self.extra_seeds > self.seed_cap):
+            raise ValueError(f"extra_seeds ({self.extra_seeds}) needs a seed_cap of at least seeds + extra_seeds")
+        return self
+
+    @property
+    def all_seeds(self) -> int:
+        """The seed count of the records: the first look's seeds and any added for the second."""
+        return self.seeds + self.extra_seeds
 
 
 def _distinct(values: Sequence[Any]) -> Sequence[Any]:

@@ -23,7 +23,9 @@ one-sided test at the 2.5% level; every claim in the project uses that one rule.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,23 @@ from scipy import stats as sps
 
 CONFIDENCE = 0.95
 NAN_INTERVAL = (float("nan"), float("nan"))
+_LEVEL: ContextVar[float] = ContextVar("confidence", default=CONFIDENCE)
+
+
+@contextmanager
+def confidence_level(confidence: float) -> Iterator[None]:
+    """Every interval built inside the block (by a function here whose ``confidence`` is left out) has level
+    ``confidence``: how an evaluation is run at a sequential look's level (:mod:`tasks.sequential`) without
+    threading the level through every paper's code."""
+    token = _LEVEL.set(confidence)
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
+
+
+def _level(confidence: float | None) -> float:
+    return _LEVEL.get() if confidence is None else confidence
 
 
 def _sample(values: Sequence[float], name: str) -> np.ndarray:
@@ -47,11 +66,11 @@ def _paired(a: Sequence[float], b: Sequence[float], name: str) -> tuple[np.ndarr
     return x, y
 
 
-def _t_quantile(n: int, confidence: float) -> float:
-    return float(sps.t.ppf(0.5 + confidence / 2.0, n - 1))
+def _t_quantile(n: int, confidence: float | None) -> float:
+    return float(sps.t.ppf(0.5 + _level(confidence) / 2.0, n - 1))
 
 
-def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def t_interval(values: Sequence[float], confidence: float | None = None) -> tuple[float, float]:
     """Student-t interval of the mean of ``values`` (shape (n,)); NaN for n = 1."""
     x = _sample(values, "t_interval")
     if x.size < 2:
@@ -61,7 +80,7 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
 
 
 def jackknife_t_interval(statistic: Callable[..., float], samples: Sequence[np.ndarray], estimate: float,
-                         confidence: float = CONFIDENCE) -> tuple[float, float]:
+                         confidence: float | None = None) -> tuple[float, float]:
     """``estimate`` +- t_{n-1} x the jackknife standard error of ``statistic`` over the last axis of every
     sample (paired seeds are left out together). NaN for n = 1 or where a leave-one-out value is undefined."""
     n = samples[0].shape[-1]
@@ -76,7 +95,7 @@ def jackknife_t_interval(statistic: Callable[..., float], samples: Sequence[np.n
     return float(estimate - half), float(estimate + half)
 
 
-def mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+def mean_ci(values: Sequence[float], confidence: float | None = None) -> tuple[float, float, float]:
     """Mean and Student-t interval of the mean of ``values`` (shape (n,))."""
     x = _sample(values, "mean_ci")
     return (float(x.mean()), *t_interval(x, confidence))
@@ -139,7 +158,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def ratio_of_means(numerator: Sequence[float], denominator: Sequence[float],
-                   confidence: float = CONFIDENCE) -> dict[str, float]:
+                   confidence: float | None = None) -> dict[str, float]:
     """``{"ratio", "ci_low", "ci_high"}``: ``mean(numerator) / mean(denominator)`` over paired seeds
     (shapes (n,)), with a jackknife-t interval: on the log scale when both means are positive (a ratio's
     sampling distribution is closer to normal there), on the ratio's own scale otherwise."""
@@ -156,7 +175,7 @@ def ratio_of_means(numerator: Sequence[float], denominator: Sequence[float],
     return {"ratio": ratio, "ci_low": float(low), "ci_high": float(high)}
 
 
-def loglog_slope_ci(x: Sequence[float], y_by_seed: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, float]:
+def loglog_slope_ci(x: Sequence[float], y_by_seed: np.ndarray, confidence: float | None = None) -> dict[str, float]:
     """``{"slope", "ci_low", "ci_high"}``: log-log slope of the seed-mean of ``y_by_seed`` (shape
     (len(x), n_seeds)) against ``x``, with a jackknife-t interval over seeds."""
     y = np.asarray(y_by_seed, dtype=float)
@@ -167,20 +186,20 @@ def loglog_slope_ci(x: Sequence[float], y_by_seed: np.ndarray, confidence: float
     return {"slope": slope, "ci_low": low, "ci_high": high}
 
 
-def order_statistic_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] | None:
+def order_statistic_ranks(n: int, confidence: float | None = None) -> tuple[int, int] | None:
     """0-based ranks (k, n - 1 - k) of the narrowest symmetric pair of order statistics that covers the
     median of any continuous distribution with at least ``confidence``; None when even (min, max) does not
     (n < 6 at 95%): P(x_(k) <= median <= x_(n-1-k)) = 1 - 2 P(Binomial(n, 1/2) <= k)."""
     best = None
     for k in range(n // 2):
-        if 1.0 - 2.0 * sps.binom.cdf(k, n, 0.5) >= confidence:
+        if 1.0 - 2.0 * sps.binom.cdf(k, n, 0.5) >= _level(confidence):
             best = (k, n - 1 - k)
         else:
             break
     return best
 
 
-def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, float]:
+def median_ci(values: Sequence[float], confidence: float | None = None) -> dict[str, float]:
     """``{"median", "ci_low", "ci_high"}``: the median over seeds with a distribution-free order-statistic
     interval (NaN below the seed count that can reach ``confidence``: 6 at 95%)."""
     x = _sample(values, "median_ci")
@@ -193,7 +212,7 @@ def median_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[s
 
 
 def median_ratio(num: Sequence[float], den: Sequence[float], censor: float,
-                 confidence: float = CONFIDENCE) -> dict[str, float]:
+                 confidence: float | None = None) -> dict[str, float]:
     """``{"ratio", "ci_low", "ci_high"}``: median(num) / median(den) of positive times, where a value at or
     above ``censor`` means "never reached the criterion".
 
@@ -204,7 +223,7 @@ def median_ratio(num: Sequence[float], den: Sequence[float], censor: float,
     a, b = _paired(num, den, "median_ratio")
     ma, mb = float(np.median(a)), float(np.median(b))
     ratio = float("nan") if ma >= censor and mb >= censor else ma / mb
-    each = (1.0 + confidence) / 2.0
+    each = (1.0 + _level(confidence)) / 2.0
     ia, ib = median_ci(a, each), median_ci(b, each)
     if any(np.isnan(v) for v in (ia["ci_low"], ib["ci_low"])) or np.isnan(ratio):
         return {"ratio": ratio, "ci_low": float("nan"), "ci_high": float("nan")}
