@@ -31,6 +31,8 @@ class CommonParams(BaseModel):
 
     seed: int = Field(ge=0, description="base seed; a paper's seeds are seed, seed+1, ...")
     max_workers: int = Field(ge=1, le=256, description="parallel tasks (threads, processes or Dask workers)")
+    extension_budget_s: float = Field(120.0, gt=0, description="the most seconds `paperflows extend` may add to one "
+                                      "paper's records stage for a second look, from its recorded time per seed")
 
 
 def paper_slugs() -> list[str]:

@@ -77,22 +77,26 @@ def claim_problems(slug: str, root: Path = Path("."), params_file: Path = Path("
 
 
 def extension(slug: str, root: Path = Path("."), params_file: Path = Path("params.yaml")) -> int | None:
-    """The ``extra_seeds`` look 1 asks for on the committed records: up to the cap when a claim is undecided at
-    look 1, else 0; None for a paper without a ``seed_cap``."""
+    """The ``extra_seeds`` look 1 asks for on the committed records: when a claim is undecided at look 1, as many
+    as the seed cap and ``common.extension_budget_s`` allow (at the records' time per seed), else 0; None for a
+    paper without a ``seed_cap``."""
     from tasks.evaluation import score
     from tasks.records import load_records, select_seeds
 
     paper, evaluate, _ = load_evaluation(slug)
-    params, _ = resolve_params(slug, read_params_file(params_file))
+    params, common = resolve_params(slug, read_params_file(params_file))
     if params.seed_cap is None:
         return None
     records = load_records(records_dir(root, slug))
+    per_seed_s = records.meta["experiment_s"] / max(1, len(records.meta.get("seeds_run") or records.seeds))
+    affordable = int(common.extension_budget_s // per_seed_s)
     first_look = params.model_copy(update={"extra_seeds": 0})
     output, _ = score(paper, first_look, select_seeds(records, records.seeds[:params.seeds]), evaluate)
     import matplotlib.pyplot as plt
 
     plt.close(output.figure)
-    return params.seed_cap - params.seeds if output.metrics["looks"]["undecided_at_look_1"] else 0
+    wanted = params.seed_cap - params.seeds if output.metrics["looks"]["undecided_at_look_1"] else 0
+    return min(wanted, affordable)
 
 
 def run_split(slug: str, **options: Any) -> dict[str, Any]:

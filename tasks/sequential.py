@@ -2,7 +2,7 @@
 
 A paper with a ``seed_cap`` is judged twice at most. **Look 1** scores its first ``seeds`` seeds; a claim it
 decides (reproduced or not reproduced) keeps that verdict. If any claim is left inconclusive, ``paperflows extend``
-raises ``extra_seeds`` (up to the cap) in ``params.yaml``, the records stage runs only the new seeds, and **look 2**
+raises ``extra_seeds`` (up to the cap, within ``common.extension_budget_s`` of training) in ``params.yaml``, the records stage runs only the new seeds, and **look 2**
 scores all of them for the claims look 1 left open.
 
 Looking twice gives a false claim two chances. The rule splits the error between the looks (Bonferroni): each
@@ -40,13 +40,14 @@ def combine_looks(first: Sequence[ClaimResult], second: Sequence[ClaimResult] | 
             elif early.seeds >= seed_cap:
                 why = f"undecided at the seed cap ({seed_cap})"
             else:
-                why = (f"undecided at look 1 ({early.seeds} seeds); look 2 pending: `paperflows extend` adds seeds "
-                       f"up to the cap ({seed_cap})")
+                why = (f"undecided at look 1 ({early.seeds} seeds); no look 2 yet: `paperflows extend` adds seeds up "
+                       f"to the cap ({seed_cap}) within the time budget (common.extension_budget_s)")
             combined.append(early.model_copy(update={"seeds_reason": why}))
             continue
         late = later[early.id]
         why = (f"decided at look 2 ({late.seeds} seeds; look 1 at {early.seeds} was undecided)"
                if late.verdict != "inconclusive" else
-               f"undecided at look 2 ({late.seeds} seeds{', the seed cap' if late.seeds >= seed_cap else ''})")
+               f"undecided at look 2 ({late.seeds} seeds: "
+               f"{'the seed cap' if late.seeds >= seed_cap else 'the time budget stopped short of the cap'})")
         combined.append(late.model_copy(update={"seeds_reason": why}))
     return combined

@@ -55,7 +55,7 @@ def test_each_claim_records_the_look_that_decided_it():
     open_ = look(np.array([1.0, -1.0, 0.5, -0.2, 0.1]), LOOK_CONFIDENCE)
     assert undecided(decided) == [] and undecided(open_) == ["gain_positive"]
     assert combine_looks(decided, None, CAP)[0].seeds_reason.startswith("decided at look 1 (5 seeds")
-    assert "look 2 pending" in combine_looks(open_, None, CAP)[0].seeds_reason
+    assert "no look 2 yet" in combine_looks(open_, None, CAP)[0].seeds_reason
     more = look(np.array([1.0, -1.0, 0.5, -0.2, 0.1, 2.0, 2.0, 2.0, 2.0, 2.0]), LOOK_CONFIDENCE)
     final = combine_looks(open_, more, CAP)[0]
     assert final.seeds == 10 and final.seeds_reason.startswith("decided at look 2")
@@ -81,3 +81,23 @@ def test_a_seed_cap_must_exceed_the_first_look_and_bound_the_extra_seeds():
     for bad in ({"seed_cap": 5}, {"extra_seeds": 2}, {"seed_cap": 8, "extra_seeds": 4}):
         with pytest.raises(ValueError):
             PaperParams(seeds=5, **bad)
+
+
+def test_extend_edits_one_line_of_params_yaml_and_refuses_an_invalid_value(tmp_path):
+    from conftest import ROOT
+
+    from paperflows.params import ParamsError, read_params_file, resolve_params, set_paper_value
+
+    path = tmp_path / "params.yaml"
+    original = (ROOT / "params.yaml").read_text()
+    path.write_text(original)
+    set_paper_value(path, "lapsum", "seed_cap", 6)
+    set_paper_value(path, "lapsum", "extra_seeds", 3)
+    set_paper_value(path, "lapsum", "extra_seeds", 2)  # an existing key is replaced, not repeated
+    added = [line for line in path.read_text().splitlines() if line not in original.splitlines()]
+    assert sorted(added) == ["    extra_seeds: 2", "    seed_cap: 6"]
+    assert resolve_params("lapsum", read_params_file(path))[0].all_seeds == 5
+    before = path.read_text()
+    with pytest.raises(ParamsError, match="extra_seeds"):
+        set_paper_value(path, "lapsum", "extra_seeds", 9)  # beyond the cap
+    assert path.read_text() == before, "a refused value leaves the file as it was"
