@@ -198,14 +198,16 @@ def split_params() -> None:
 
 
 @app.command()
-def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs: rerun just these (forced)")) -> None:
+def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs: rerun just these (forced)"),
+          rescore: bool = typer.Option(False, help="only the evaluation stages, forced: re-score the committed "
+                                       "records (no training; about 2 s per paper)")) -> None:
     """Run every changed paper through DVC (saying first how many and for how long), with each one's place in the
     queue and the elapsed time."""
     from paperflows.repro import repro as run_all
 
     chosen = [s.strip() for s in papers.split(",") if s.strip()] if papers else []
     try:
-        code = run_all(typer.echo, chosen)
+        code = run_all(typer.echo, chosen, rescore=rescore)
     except Exception as err:
         _fail(err)
     raise typer.Exit(code)

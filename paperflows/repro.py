@@ -71,22 +71,34 @@ def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
     return [slug for slug in slugs if slug in set(papers)]
 
 
-def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = ()) -> int:
+def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), rescore: bool = False) -> int:
     """Run every changed paper (or the ``papers`` given, forced), then the rest of the pipeline; returns the
-    exit code of the first failure (or 0)."""
+    exit code of the first failure (or 0). ``rescore``: only the evaluation stages of the split papers (of
+    ``papers``, or all), forced, on the committed records: what a fresh clone can do without training."""
     slugs = configured_slugs()
-    queue = ([stage for slug in choose(papers, slugs) for stage in paper_stage_names(slug)] if papers
-             else stages_to_run(slugs))
+    if rescore:
+        queue = [stage for slug in (choose(papers, slugs) if papers else slugs)
+                 for stage in paper_stage_names(slug)[1:]]
+    elif papers:
+        queue = [stage for slug in choose(papers, slugs) for stage in paper_stage_names(slug)]
+    else:
+        queue = stages_to_run(slugs)
+    forced = bool(papers) or rescore
     estimate = expected_seconds(queue)
     echo(f"{len(queue)} stages of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
          + (f"; expected about {_clock(estimate)} (committed runtimes; 2 cores)" if queue else ""))
     started = time.monotonic()
+    if rescore:  # one DVC call for every evaluation stage, then the summary; nothing that would retrain
+        code = subprocess.run(_dvc("repro", "--single-item", "--force", *queue, "summary")).returncode
+        echo(f"re-scored {len(queue)} papers in {_clock(time.monotonic() - started)}" if code == 0
+             else f"dvc repro failed (exit {code})")
+        return code
     for position, stage in enumerate(queue, 1):
         echo(f"[{position}/{len(queue)}] {stage} ... (elapsed {_clock(time.monotonic() - started)})")
         stage_started = time.monotonic()
         # a forced run starts the records afresh instead of appending to the stored ones
-        env = {**os.environ, **({FRESH_ENV: "1"} if papers else {})}
-        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if papers else []), stage), env=env).returncode
+        env = {**os.environ, **({FRESH_ENV: "1"} if forced else {})}
+        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if forced else []), stage), env=env).returncode
         verb = "done" if code == 0 else f"FAILED (exit {code})"
         echo(f"[{position}/{len(queue)}] {stage} {verb} in {time.monotonic() - stage_started:.0f} s "
              f"(elapsed {_clock(time.monotonic() - started)})")
