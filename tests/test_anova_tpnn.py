@@ -252,7 +252,7 @@ def test_linear_control_fits_lines_not_curves():
 
 def test_stability_difference_mean_worst_and_fitted_function():
     """The claim's metric is the worst dataset's difference; the mean and every dataset are recorded."""
-    from flows.anova_tpnn.flow import _stability_difference
+    from flows.anova_tpnn.evaluate import _stability_difference
 
     def D(value, R=4):               # (1 component, R runs): every pair of distinct runs at distance `value`
         out = np.full((1, R, R), value)

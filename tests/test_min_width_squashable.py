@@ -283,7 +283,8 @@ def test_controls_are_computed_as_defined():
     """The flow's negative controls on a hand-made table of trained nets (no training)."""
     import pandas as pd
 
-    from flows.min_width_squashable.flow import PAPER, _metrics
+    from flows.min_width_squashable.claims import PAPER
+    from flows.min_width_squashable.evaluate import _metrics
     from tasks.claims import check_claims
 
     p = params_for("min_width_squashable", smoke=False)

@@ -247,11 +247,11 @@ def test_linear_control_has_a_constant_hessian():
 
 
 def test_control_metrics_follow_their_definitions():
-    """Controls in the flow's aggregation: a diverged run above the edge counts as a 100% deviation, the
+    """Controls in the evaluation: a diverged run above the edge counts as a 100% deviation, the
     below-edge runs give the EoS control, S0 gives the sweep control, a second GD run the SGD control."""
     import pandas as pd
 
-    from flows.sharpness_minimalist import flow
+    from flows.sharpness_minimalist import evaluate
 
     rows = []
     for seed in (0, 1, 2):
@@ -263,7 +263,7 @@ def test_control_metrics_follow_their_definitions():
                          "diverged": diverged})
         rows.append({"seed": seed, "group": "linear", "ratio": 0.6, "S_pred": 0.5, "edge": 2.0, "S0": 0.5,
                      "terminal": 0.5, "S_pred_terminal": 0.5, "tail_max_rel_dev_edge": 0.75, "diverged": False})
-    eos = flow._eos_metrics(pd.DataFrame(rows), [0, 1, 2])
+    eos = evaluate._eos_metrics(pd.DataFrame(rows), [0, 1, 2])
     assert eos["max_rel_dev"]["mean"] == pytest.approx((0.01 + 0.01 + 1.0) / 3)
     assert eos["below_edge_max_rel_dev"]["mean"] == pytest.approx(0.41)
     assert eos["min_rise"]["mean"] == pytest.approx(100.0)  # the diverged run is left out of the rise
@@ -276,7 +276,7 @@ def test_control_metrics_follow_their_definitions():
             sweep.append({"seed": seed, "group": "diff", "level": level, "Q": Q, "terminal": Q, "S_pred": Q,
                           "S_pred_terminal": Q, "S0": 3.0 - Q + 0.1 * seed, "ratio": 0.1,
                           "diverged": False})
-    sw = flow._sweep_metrics(pd.DataFrame(sweep), "diff", "Q", [0, 1, 2])
+    sw = evaluate._sweep_metrics(pd.DataFrame(sweep), "diff", "Q", [0, 1, 2])
     assert sw["spearman"]["mean"] == pytest.approx(1.0) and sw["spearman_at_init"]["mean"] == pytest.approx(-1.0)
     assert sw["max_rel_err"]["mean"] == pytest.approx(0.0)
 
@@ -290,14 +290,14 @@ def test_control_metrics_follow_their_definitions():
                 sgd.append({"seed": seed, "group": group, "ratio": r, "batch_size": b, "diverged": diverged,
                             "terminal": np.nan if diverged else terminal, "final_loss": 0.0, "final_balance": 1.0,
                             "edge": 1.0, "S_pred": 1.0})
-    out = flow._sgd_metrics(pd.DataFrame(sgd), p)
+    out = evaluate._sgd_metrics(pd.DataFrame(sgd), p)
     assert out["by_ratio"]["r0.6"]["b1_minus_gd"]["mean"] == pytest.approx(-0.5)
     assert np.isnan(out["b1_minus_gd_worst"]["mean"])
     assert out["gd2_minus_gd_worst"]["mean"] == pytest.approx(0.01)
 
 
 def test_claims_pair_the_spectra_with_isotropic_primary():
-    from flows.sharpness_minimalist.flow import PAPER
+    from flows.sharpness_minimalist.claims import PAPER
 
     ids = {c.id: c for c in PAPER.claims}
     for base in ("progressive_sharpening", "edge_of_stability_2_over_eta", "difficulty_increases_sharpness",
