@@ -210,7 +210,7 @@ def test_attack_success_is_one_on_a_predictor_that_always_says_the_opposite():
 
 
 def test_the_3_point_claim_is_judged_on_rnp_alone_and_gated_on_learning():
-    from flows.a2i_rationale.flow import PAPER
+    from flows.a2i_rationale.claims import PAPER
     from tasks.claims import check_claim
     by_id = {c.id: c for c in PAPER.claims}
     claim = by_id["a2i_gain_3_points"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import params_for
 
-from flows.bdc_mitigation import flow, method
+from flows.bdc_mitigation import evaluate, method
 from tasks.seeding import torch_seeded
 from tasks.train import torch_single_thread
 
@@ -169,7 +169,7 @@ def _rows(gains: dict[str, list[float]]) -> pd.DataFrame:
 
 def test_a_strategy_counts_only_when_it_beats_vanilla_in_every_family():
     frame = _rows({"everywhere": [0.1, 0.2, 0.1], "two_of_three": [0.1, 0.1, 0.0], "worse": [-0.1, -0.1, -0.1]})
-    count, per_family = flow._beating_vanilla(frame, "mild", ["everywhere", "two_of_three", "worse"])
+    count, per_family = evaluate._beating_vanilla(frame, "mild", ["everywhere", "two_of_three", "worse"])
     assert count == 1 and per_family == {"capital": 2, "category": 2, "arithmetic": 1}
 
 

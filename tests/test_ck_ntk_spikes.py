@@ -322,13 +322,13 @@ def test_flow_controls_are_the_same_metrics_without_signal_and_against_the_naive
     control is the same fraction at the top snr; the position control is the error against the naive limit."""
     import pandas as pd
 
-    from flows.ck_ntk_spikes.flow import _metrics
+    from flows.ck_ntk_spikes.evaluate import _metrics, _theory
+    from flows.ck_ntk_spikes.flow import records_tables
 
-    per_seed = [m.run_seed(_SMALL, s) for s in (0, 1, 2)]
-    theory = m.theory_predictions(_SMALL)
-    rows = pd.DataFrame([row for r in per_seed for row in r["rows"]])
-    pred = pd.DataFrame([row for t in theory.values() for row in t["rows"]])
-    metrics, _ = _metrics(_SMALL, rows, pred, theory, pd.DataFrame(columns=["activation", "kernel"]))
+    records = records_tables([m.run_seed(_SMALL, s) for s in (0, 1, 2)], m.theory_predictions(_SMALL), 0)
+    rows = records["spectra"]
+    metrics, _ = _metrics(_SMALL, rows, records["limit"], _theory(records["theory"]),
+                          pd.DataFrame(columns=["activation", "kernel"]))
     c = metrics["claims"]
     null = rows[(rows.snr == 0.0) & (rows.activation == "tanh") & (rows.kernel.isin(["CK1", "CK2"]))]
     assert c["count_top_ck_control"]["min"] == min(float((g["count"] == 2).mean()) for _, g in null.groupby("kernel"))

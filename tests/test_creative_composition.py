@@ -10,7 +10,7 @@ import pytest
 from conftest import params_for
 
 from flows.creative_composition import method
-from flows.creative_composition.flow import sweep_settings
+from flows.creative_composition.method import sweep_settings
 
 
 def test_category_counts_plant_the_creative_share_and_its_mix():

@@ -178,6 +178,6 @@ def test_runs_count_the_budget_and_the_method_drops_flipped_labels():
 def test_checks_that_hold_by_construction_are_sanity_checks():
     """Only the method re-aligns on clean reference labels, and random selection's noisy share is ~1 by definition:
     counted as a claim, it could not have failed."""
-    from flows.dynsel_aug.flow import PAPER
+    from flows.dynsel_aug.claims import PAPER
     roles = {c.id: c.role for c in PAPER.claims}
     assert all(roles[cid] == "sanity" for cid in ("suppresses_noisy_samples",))

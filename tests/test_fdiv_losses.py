@@ -177,3 +177,10 @@ def test_exactness_errors_are_tiny_and_controls_are_not():
     assert max(e["softmax"], e["entmax15"], e["sparsemax"]) < 1e-12
     assert min(e[k] for k in e if k.startswith("control")) > 0.05
     assert M.optimality_gap(p, seed=0) < 1e-9
+
+
+def test_claims_name_the_control_rows_of_the_method():
+    """claims.py spells out the control's row name so that it imports no training code: it must be the method's."""
+    from flows.fdiv_losses import claims
+
+    assert claims.CONTROL == M.CONTROL

@@ -238,7 +238,8 @@ def test_params_reject_inconsistent_config():
 
 
 def test_controls_are_computed_as_defined():
-    from flows.feddp_kmeans.flow import BASELINES, PAPER, _dataset_metrics
+    from flows.feddp_kmeans.claims import PAPER
+    from flows.feddp_kmeans.evaluate import BASELINES, _dataset_metrics
 
     rng = np.random.default_rng(0)
     rows, seeds, steps = [], range(4), [1, 5]

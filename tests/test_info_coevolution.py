@@ -274,7 +274,8 @@ def test_auto_stop_saving_counts_only_lossless_seeds():
     """The paper's 32% is 'without performance loss': a seed more than the tolerance below full annotation is
     charged the whole pool, and the threshold is the paper's 0.68."""
     import pandas as pd
-    from flows.info_coevolution.flow import PAPER, _dataset_metrics
+    from flows.info_coevolution.claims import PAPER
+    from flows.info_coevolution.evaluate import _dataset_metrics
 
     claim = next(c for c in PAPER.claims if c.id == "auto_stop_saves_annotation")
     assert claim.threshold == 0.68

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from conftest import params_for
 
 from flows.mrmc_coreset import method
-from flows.mrmc_coreset.flow import _metrics, _paired_over_pools
+from flows.mrmc_coreset.evaluate import _metrics, _paired_over_pools
 
 
 @pytest.fixture(scope="module")
@@ -225,6 +225,6 @@ def test_run_seed_rows_and_timing_have_equal_budgets(p):
 def test_checks_that_hold_by_construction_are_sanity_checks():
     """The cost ratio follows from the proxy epoch counts we set (E_early against the full trajectory): counted as a
     claim, it could not have failed."""
-    from flows.mrmc_coreset.flow import PAPER
+    from flows.mrmc_coreset.claims import PAPER
     roles = {c.id: c.role for c in PAPER.claims}
     assert all(roles[cid] == "sanity" for cid in ("mrmc_scoring_cheaper_than_forgetting",))

@@ -177,7 +177,8 @@ def test_training_lowers_the_loss_and_is_deterministic():
 
 
 def test_metrics_and_controls_are_computed_as_defined():
-    from flows.p2p.flow import PAPER, metrics_from
+    from flows.p2p.claims import PAPER
+    from flows.p2p.evaluate import metrics_from
     from tasks.claims import check_claims
 
     rng = np.random.default_rng(0)

@@ -236,7 +236,7 @@ def test_params_reject_inconsistent_config():
 def test_controls_are_the_same_statistics_on_the_condition_violating_proxy():
     """The violated proxy's ratio, win fraction and crossing are computed exactly as the method's; the
     censored fraction counts the seeds whose true-only curve never reaches their own two-stage KL."""
-    from flows.proxy_pref_sample_complexity.flow import claim_metrics
+    from flows.proxy_pref_sample_complexity.evaluate import claim_metrics
 
     sizes = [10, 35, 100, 300, 1000]
     true_only = np.tile(np.array([1.0, 0.5, 0.3, 0.2, 0.1]), (4, 1))

@@ -248,7 +248,7 @@ def test_control_metrics_are_computed_from_the_permuted_runs():
     """The flow's controls: Spearman(L, test acc) and wide minus deep on the permuted-label runs only."""
     import pandas as pd
 
-    from flows.quantum_reuploading.flow import _metrics
+    from flows.quantum_reuploading.evaluate import _metrics
 
     p = tiny_params()
     rows = []

@@ -249,7 +249,7 @@ def test_random_control_is_random_acquisition_from_an_independent_stream():
 
 
 def test_claim_roles_and_controls():
-    from flows.rethink_uncertainty.flow import PAPER
+    from flows.rethink_uncertainty.claims import PAPER
 
     roles = {c.id: c.role for c in PAPER.claims}
     assert all(roles[i] == "sanity" for i in roles if i.startswith("poor_small_n_"))

@@ -231,7 +231,7 @@ def test_gin_learns_the_structure_bit_that_deepsets_cannot_see():
 def test_checks_that_hold_by_construction_are_sanity_checks():
     """The designed data sets each answer (the label's mode, the features' alignment), with strengths set after a
     pilot: counted as a claim, it could not have failed."""
-    from flows.rings_graph_eval.flow import PAPER
+    from flows.rings_graph_eval.claims import PAPER
     roles = {c.id: c.role for c in PAPER.claims}
     designed = ("separability_finds_the_designed_mode", "complementarity_tracks_alignment",
                 "shuffling_raises_complementarity")

@@ -176,7 +176,7 @@ def test_params_match_the_toolkit_and_reject_inconsistent_config():
 def test_langevin_experiment_runs_the_uncorrected_control_and_the_claims_name_it():
     from conftest import params_for
 
-    from flows.speculative_diffusion.flow import PAPER
+    from flows.speculative_diffusion.claims import PAPER
 
     p = params_for("speculative_diffusion", n_samples=200, langevin_steps=20, n_permutations=19)
     rows = method.langevin_experiment("gmm4", p, 0)["rows"]

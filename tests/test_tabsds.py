@@ -204,7 +204,7 @@ def test_generate_times_a_library_baseline_only_once_it_holds_the_lock():
 
 
 def test_competitive_needs_all_three_axes():
-    from flows.tabsds.flow import _competitive
+    from flows.tabsds.evaluate import _competitive
 
     values = {("a", "tstr"): 0.90, ("a", "detection_auc"): 0.55, ("a", "dcr_ratio"): 0.30,
               ("b", "tstr"): 0.90, ("b", "detection_auc"): 0.55, ("b", "dcr_ratio"): 0.95,
@@ -217,7 +217,7 @@ def test_competitive_needs_all_three_axes():
 
 def test_speed_checks_are_sanity_checks_without_controls():
     """One wall-clock ratio per table is no measured speed claim: the three speed checks are reported, not counted."""
-    from flows.tabsds.flow import PAPER
+    from flows.tabsds.claims import PAPER
 
     ids = {c.id: c for c in PAPER.claims}
     for cid in ("faster_than_ctgan_100x", "faster_than_tabddpm_100x", "faster_than_arf"):

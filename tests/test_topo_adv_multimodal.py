@@ -11,7 +11,7 @@ from conftest import params_for
 from scipy.special import logsumexp
 from sklearn.metrics.pairwise import rbf_kernel
 
-from flows.topo_adv_multimodal import flow, method
+from flows.topo_adv_multimodal import evaluate, method
 from tasks import topology, two_sample
 from tasks.seeding import numpy_rng
 
@@ -185,7 +185,7 @@ def test_monotonicity_statistics_on_a_synthetic_sweep():
         for rho in rhos:
             values = {"fgsm": rho, "pgd": -rho + 0.01 * seed, "pgd_targeted": rng.standard_normal(), "noise": rng.standard_normal()}
             rows += [{"seed": seed, "kind": k, "rho": rho, "batch": 0, "tp_1": v} for k, v in values.items()]
-    out, table = flow._monotonicity(pd.DataFrame(rows), ["tp_1"])
+    out, table = evaluate._monotonicity(pd.DataFrame(rows), ["tp_1"])
     assert out["tp_1"]["fgsm"]["median"] == 1.0 and out["tp_1"]["fgsm"]["sign"] == 1.0
     assert out["tp_1"]["pgd"]["median"] == 1.0 and out["tp_1"]["pgd"]["sign"] == -1.0  # sign-aligned
     assert out["tp_1"]["second_best"]["value"] == 1.0  # two of the three attacks are monotone
@@ -195,7 +195,7 @@ def test_monotonicity_statistics_on_a_synthetic_sweep():
 
 def test_second_best_needs_two_attacks():
     aligned = {"fgsm": np.ones(5), "pgd": np.full(5, 0.2), "pgd_targeted": np.full(5, 0.5)}
-    out = flow._second_best(aligned)
+    out = evaluate._second_best(aligned)
     assert out == {"value": 0.5, "ci_low": 0.5, "ci_high": 0.5}
 
 
@@ -207,7 +207,7 @@ def test_detection_rates_and_paired_gains():
                 for test, p_value in (("plain", 0.5), ("tp", 0.01 if (not null and rep < 6) else 0.5),
                                       ("mk", 0.5), ("spread", 0.5)):
                     rows.append({"seed": seed, "rep": rep, "null": null, "test": test, "p_value": p_value})
-    det = flow._detection(pd.DataFrame(rows), level=0.05)
+    det = evaluate._detection(pd.DataFrame(rows), level=0.05)
     assert det["power"]["tp"]["mean"] == pytest.approx(0.6) and det["power"]["plain"]["mean"] == 0.0
     assert det["fpr"]["tp"]["mean"] == 0.0
     assert det["gain"]["tp"]["mean"] == pytest.approx(0.6) and det["gain"]["spread"]["mean"] == 0.0

@@ -127,6 +127,6 @@ def test_folded_inference_matches_scikit_learn_and_parameter_count(smoke_seed):
 def test_checks_that_hold_by_construction_are_sanity_checks():
     """The parameter ratio is fixed by the truncation point and the PCA size: counted as a claim, it could not have
     failed."""
-    from flows.vi_net.flow import PAPER
+    from flows.vi_net.claims import PAPER
     roles = {c.id: c.role for c in PAPER.claims}
     assert all(roles[cid] == "sanity" for cid in ("fewer_parameters_than_full",))

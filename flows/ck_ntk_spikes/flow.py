@@ -1,117 +1,29 @@
-"""Isolated eigenvalues of the CK and NTK of deep random networks on Gaussian-mixture inputs, as a
-Prefect flow: an SNR sweep over seeds, a derived limit to compare with, and digits 1 vs 7."""
+"""Isolated eigenvalues of the CK and NTK of deep random networks on Gaussian-mixture inputs, the experiment:
+an SNR sweep over seeds, the derived limit to compare with, and digits 1 vs 7.
+
+Records: ``spectra`` (one row per seed, activation, snr and kernel), ``digits`` (one row per seed, activation and
+kernel), ``digits_vectors`` (per seed, the top two eigenvectors shown in the figure), ``limit`` and ``theory``
+(the derived limit, computed once for the run) and ``timings`` (one row per seed).
+Scored by ``evaluate.py`` against the claims in ``claims.py``.
+"""
 
 from __future__ import annotations
 
-import math
-
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from flows.ck_ntk_spikes import method
 from flows.ck_ntk_spikes.params import SMOKE, Params
-from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
+from tasks.contract import RunContext
 from tasks.data import save_bundled
-from tasks.paper import over_seeds, paper_flow, start_task
-
-_FRACTION = ("the metric is itself a frequency over the seeds (worst cell of the fraction of seeds with the "
-             "count): the seeds are its sample, and each seed's 0/1 indicator is what the fraction counts")
+from tasks.experiment import over_seeds, paper_experiment, start_task
 
 
-def _naive(claim: str, field: str) -> Control:
-    """The position and alignment claims' control: the measured values against the naive limit (no
-    random-matrix corrections, method.population_outlier; zeta = 1), same worst cell rule and tolerance."""
-    return Control(name="naive limit without random-matrix corrections (population kernels, n/p = n/d = 0)",
-                   metric=f"claims.{claim}_control.{field}",
-                   interval=ci(f"claims.{claim}_control"))
-
-
-_NULL = "snr = 0 (no class signal), same network, same rule"
-_LIMIT = (" Compared with OUR derived limit (Gaussian-equivalent layers as in Fan & Wang 2020 + spiked-model algebra): "
-          "the paper's own outlier equations could not be read, so this is a consistency check of the random-matrix "
-          "picture, not of the paper's printed formulas.")
-
-PAPER = Paper(
-    slug="ck_ntk_spikes",
-    title="Eigen Analysis of Conjugate Kernel and Neural Tangent Kernel",
-    method="Isolated eigenvalues (spikes) of the CK and NTK of deep random networks on Gaussian-mixture inputs",
-    paper_class="B",
-    source="abstracts-003.txt #6",
-    official_code=None,
-    claims=(
-        Claim(id="ck_outliers_at_top_snr",
-              text="certain eigenvalues of the conjugate kernel ... may lie outside the support of their limiting "
-                   "spectral measures (plan: at the top SNR, #CK eigenvalues beyond the null edge = planted spike "
-                   "rank in >= 90% of seeds, at every layer)",
-              source="abstract; plan claim 1", metric="claims.count_top_ck.min", comparison=">=",
-              threshold=0.9, kind="exact", role="claim", no_interval_reason=_FRACTION,
-              control=Control(name=_NULL, metric="claims.count_top_ck_control.min")),
-        Claim(id="ntk_outliers_at_top_snr",
-              text="certain eigenvalues of the ... neural tangent kernel may lie outside the support of their "
-                   "limiting spectral measures (same count check for the NTK)",
-              source="abstract; plan claim 1 applied to the NTK", metric="claims.count_top_ntk.min",
-              comparison=">=", threshold=0.9, kind="exact", role="claim", no_interval_reason=_FRACTION,
-              control=Control(name=_NULL, metric="claims.count_top_ntk_control.min")),
-        Claim(id="no_outliers_without_signal",
-              text="phase transition: at SNR = 0 there are 0 outliers in >= 90% of seeds (every CK layer and the NTK)",
-              source="plan claim 1", metric="claims.zero_snr.min", comparison=">=", threshold=0.9, kind="exact",
-              role="claim", no_interval_reason=_FRACTION,
-              control=Control(name="top snr (planted spikes), same network, same rule",
-                              metric="claims.zero_snr_control.min")),
-        Claim(id="eigenspace_clusters_classes",
-              text="the eigenspace captures inherent group features (plan: k-means on the outlier eigenvectors "
-                   "reaches ARI >= 0.9 at the top SNR; worst activation x kernel)",
-              source="abstract; plan claim 2", metric="claims.ari_top.min", comparison=">=", threshold=0.9,
-              kind="magnitude", role="claim", interval=ci("claims.ari_top"),
-              control=Control(name=_NULL, metric="claims.ari_top_control.min",
-                              interval=ci("claims.ari_top_control"))),
-        Claim(id="projection_block_constant",
-              text="entrywise limit of the projection matrix ... captures group features (plan: |P - P_block|_F / "
-                   "|P|_F <= 0.25 at the top SNR; worst activation x kernel)",
-              source="abstract; plan claim 2", metric="claims.block_fit_top.max", comparison="<=",
-              threshold=0.25, kind="magnitude",
-              role="claim", interval=ci("claims.block_fit_top"),
-              control=Control(name=_NULL, metric="claims.block_fit_top_control.max",
-                              interval=ci("claims.block_fit_top_control"))),
-        Claim(id="ck_outlier_positions",
-              text="the existence and asymptotic positions of such isolated eigenvalues (plan: |lambda_emp - "
-                   "lambda_pred| / lambda_pred <= 0.05 at every CK layer, top SNR)" + _LIMIT,
-              source="abstract; plan claim 3", metric="claims.ck_position.max_rel_err", comparison="<=",
-              threshold=0.05, kind="magnitude",
-              role="claim", interval=ci("claims.ck_position"),
-              control=_naive("ck_position", "max_rel_err")),
-        Claim(id="ntk_outlier_positions",
-              text="the existence and asymptotic positions of such isolated eigenvalues (the NTK, same tolerance)" + _LIMIT,
-              source="abstract; plan claim 3 applied to the NTK", metric="claims.ntk_position.max_rel_err",
-              comparison="<=", threshold=0.05, kind="magnitude",
-              role="claim", interval=ci("claims.ntk_position"),
-              control=_naive("ntk_position", "max_rel_err")),
-        Claim(id="projection_entrywise_limit",
-              text="a precise characterization of the entrywise limit of the projection matrix onto the eigenspace "
-                   "(ours: the limit P -> zeta Pi_classes; |zeta_emp - zeta_pred| <= 0.05 at the top SNR, every "
-                   "CK layer and the NTK)" + _LIMIT,
-              source="abstract; threshold ours (fixed before any run)", metric="claims.zeta.max_abs_err",
-              comparison="<=", threshold=0.05, kind="magnitude",
-              role="claim", interval=ci("claims.zeta"),
-              control=_naive("zeta", "max_abs_err")),
-    ),
-    limitations=(
-        "n = 1,200 samples, p = 600, width 1,000 and depth 3 instead of the high-dimensional limit: outliers "
-        "fluctuate by about sqrt(2/width) = 4.5% per layer and the bulk edge by 1-2%, so positions are compared "
-        "through seed means and the outlier count depends on the null-edge rule. The comparison values come "
-        "from a limit we derived (Gaussian equivalence + spiked-model algebra), not from the paper's theorems, "
-        "which we could not read; it captures the first-order (linear) part of each activation, so effects of "
-        "the even part of ReLU that vanish as n grows (e.g. squared within-class correlations) are not in it. "
-        "The synthetic classes differ by their means only (the covariance-driven spikes of the paper's "
-        "mean-subtracted MNIST appear only in the ungated digits experiment, 8x8 digits instead of MNIST)."
-    ),
-)
-
-@paper_flow(PAPER, Params, smoke=SMOKE)
-def ck_ntk_spikes_flow(params: Params, ctx: RunContext) -> RunOutput:
+# Not seed-separable: the limit is computed once for the run and stored under its first seed, so records grown
+# by new seeds would hold it twice.
+@paper_experiment("ck_ntk_spikes", Params, smoke=SMOKE)
+def ck_ntk_spikes_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
+    """CK and NTK spikes over the SNR sweep, the derived limit, and digits 1 vs 7."""
     digits_path = str(save_bundled("digits", ctx.data_dir / "digits.parquet"))
     with threadpool_limits(limits=1):  # one BLAS/OpenMP thread per task: the tasks are the parallelism
         # the limit is submitted first so that it runs beside the seeds, not after them
@@ -119,315 +31,21 @@ def ck_ntk_spikes_flow(params: Params, ctx: RunContext) -> RunOutput:
         per_seed = over_seeds(method.run_seed, ctx.seeds, params=params, digits=digits_path)
         theory = theory_future.result()
 
-    rows = pd.DataFrame([row for r in per_seed for row in r["rows"]])
-    pred = pd.DataFrame([row for t in theory.values() for row in t["rows"]])
-    digits = pd.DataFrame([row for r in per_seed for row in r["digits"]])
-    metrics, cells = _metrics(params, rows, pred, theory, digits)
-    metrics["timings"] = {"sweep_s_per_seed": [r["timings"]["sweep_s"] for r in per_seed],
-                          "digits_s_per_seed": [r["timings"]["digits_s"] for r in per_seed]}
-    plot = _plot_table(params, rows, pred)
-    figure = _figure(params, plot, cells, per_seed[0]["digits_vectors"])
-    table_rows = rows.assign(eigs=rows["eigs"].map(lambda e: " ".join(f"{v:.4g}" for v in e)))
-    return RunOutput(metrics=metrics, tables={"plot": plot, "spectra": table_rows, "limit": pred,
-                                              "top_snr_cells": cells, "digits": digits},
-                     figure=figure, setup=_setup(params, theory), notes=_notes(params, metrics, cells, theory))
+    return records_tables(per_seed, theory, ctx.seeds[0])
 
 
-# ---------------------------------------------------------------------------------------------
-# Aggregation over seeds
-# ---------------------------------------------------------------------------------------------
-
-
-def _abs_err(values: np.ndarray, target: float) -> dict[str, float]:
-    """|mean - target| over seeds, with the Student-t interval of the mean carried through
-    (its lower end is 0 when the interval of the mean contains the target)."""
-    mean, lo, hi = stats.mean_ci(values)
-    errs = sorted([abs(lo - target), abs(hi - target)])
-    return {"mean": abs(mean - target), "ci_low": 0.0 if lo <= target <= hi else errs[0], "ci_high": errs[1]}
-
-
-def _rel_err(values: np.ndarray, target: float) -> dict[str, float]:
-    return {k: v / target for k, v in _abs_err(values, target).items()}
-
-
-def _metrics(params: Params, rows: pd.DataFrame, pred: pd.DataFrame, theory: dict,
-             digits: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
-    r, top = params.classes - 1, max(params.snr_grid)
-    gated = [f"CK{l}" for l in range(1, params.depth + 1)] + ["NTK"]
-    kernels = method.kernel_names(params.depth)
-    cells, by_cell = [], {}
-    for act in params.top_activations:
-        for kernel in kernels:
-            g = rows[(rows.activation == act) & (rows.kernel == kernel) & (rows.snr == top)].sort_values("seed")
-            p = pred[(pred.activation == act) & (pred.kernel == kernel) & (pred.snr == top)].iloc[0]
-            lam_pred = float(p["outlier"]) if pd.notna(p["outlier"]) else float("nan")
-            zeta_pred = float(p["zeta"])
-            naive = method.population_outlier(act, params.n, params.depth, params.classes, top, kernel)
-            cell = {
-                "count_eq_rank": float((g["count"] == r).mean()),
-                "ari": stats.summarize(g["ari"]), "block_fit": stats.summarize(g["block_fit"]),
-                "block_fit_limit": math.sqrt(max(1.0 - zeta_pred ** 2, 0.0)),
-                "outlier": stats.summarize(g["mean_top_r"]), "outlier_top": stats.summarize(g["top"]),
-                "outlier_limit": float(lam_pred), "rel_err": _rel_err(g["mean_top_r"].to_numpy(), lam_pred),
-                "top_rel_err": abs(g["top"].mean() - lam_pred) / lam_pred,
-                "zeta": stats.summarize(g["zeta"]), "zeta_limit": zeta_pred,
-                "zeta_err": _abs_err(g["zeta"].to_numpy(), zeta_pred),
-                # the controls: the same errors against the naive limit (population kernels, zeta = 1)
-                "naive_outlier": naive, "naive_rel_err": _rel_err(g["mean_top_r"].to_numpy(), naive),
-                "naive_zeta_err": _abs_err(g["zeta"].to_numpy(), 1.0),
-                "null_edge": float(g["edge"].mean() / (1 + params.edge_margin)), "edge_limit": float(p["edge"]),
-                "next_eigenvector_ones": float(g["ones_next"].mean()),
-                "next_eigenvalue_over_edge": float((g["eigs"].map(lambda e: e[r]) / g["edge"]).mean()),
-            }
-            by_cell[(act, kernel)] = cell
-            cells.append({"activation": act, "kernel": kernel, "count_eq_rank": cell["count_eq_rank"],
-                          "ari": cell["ari"]["mean"], "block_fit": cell["block_fit"]["mean"],
-                          "block_fit_limit": cell["block_fit_limit"], "outlier": cell["outlier"]["mean"],
-                          "outlier_ci_low": cell["outlier"]["ci_low"], "outlier_ci_high": cell["outlier"]["ci_high"],
-                          "outlier_limit": lam_pred, "rel_err": cell["rel_err"]["mean"], "zeta": cell["zeta"]["mean"],
-                          "zeta_limit": zeta_pred, "null_edge": cell["null_edge"], "edge_limit": cell["edge_limit"],
-                          "next_eigenvalue_over_edge": cell["next_eigenvalue_over_edge"],
-                          "next_eigenvector_ones": cell["next_eigenvector_ones"]})
-    cells = pd.DataFrame(cells)
-
-    ck_keys = [(a, k) for a in params.top_activations for k in gated if k != "NTK"]
-    ntk_keys = [(a, "NTK") for a in params.top_activations]
-    all_keys = ck_keys + ntk_keys
-    zero = {(a, k): float((rows[(rows.activation == a) & (rows.kernel == k) & (rows.snr == 0.0)]["count"] == 0).mean())
-            for a in params.sweep_activations for k in gated}
-    # controls of the count and group-feature claims: the same cells with the signal off (snr 0, sweep
-    # activations), and for the null claim the same cells with the signal on (top snr)
-    null_cells = {}
-    for a in params.sweep_activations:
-        for k in gated:
-            g = rows[(rows.activation == a) & (rows.kernel == k) & (rows.snr == 0.0)].sort_values("seed")
-            null_cells[(a, k)] = {"count_eq_rank": float((g["count"] == r).mean()),
-                                  "ari": stats.summarize(g["ari"]), "block_fit": stats.summarize(g["block_fit"])}
-    top_zero = {(a, k): float((rows[(rows.activation == a) & (rows.kernel == k) & (rows.snr == top)]["count"] == 0).mean())
-                for a in params.sweep_activations for k in gated}
-    null_ck = [(a, k) for a in params.sweep_activations for k in gated if k != "NTK"]
-    null_ntk = [(a, "NTK") for a in params.sweep_activations]
-
-    def worst(keys, field, pick, name, cells_=by_cell):
-        """The worst cell's value (by its seed mean) and that cell's interval."""
-        s = cells_[pick(keys, key=lambda k: cells_[k][field]["mean"])][field]
-        return {name: s["mean"], "ci_low": s["ci_low"], "ci_high": s["ci_high"]}
-
-    claims = {"count_top_ck": {"min": min(by_cell[k]["count_eq_rank"] for k in ck_keys)},
-              "count_top_ntk": {"min": min(by_cell[k]["count_eq_rank"] for k in ntk_keys)},
-              "zero_snr": {"min": min(zero.values())},
-              "ari_top": worst(all_keys, "ari", min, "min"),
-              "block_fit_top": worst(all_keys, "block_fit", max, "max"),
-              "ck_position": worst(ck_keys, "rel_err", max, "max_rel_err"),
-              "ntk_position": worst(ntk_keys, "rel_err", max, "max_rel_err"),
-              "zeta": worst(all_keys, "zeta_err", max, "max_abs_err"),
-              "count_top_ck_control": {"min": min(null_cells[k]["count_eq_rank"] for k in null_ck)},
-              "count_top_ntk_control": {"min": min(null_cells[k]["count_eq_rank"] for k in null_ntk)},
-              "zero_snr_control": {"min": min(top_zero.values())},
-              "ari_top_control": worst(list(null_cells), "ari", min, "min", null_cells),
-              "block_fit_top_control": worst(list(null_cells), "block_fit", max, "max", null_cells),
-              "ck_position_control": worst(ck_keys, "naive_rel_err", max, "max_rel_err"),
-              "ntk_position_control": worst(ntk_keys, "naive_rel_err", max, "max_rel_err"),
-              "zeta_control": worst(all_keys, "naive_zeta_err", max, "max_abs_err")}
-
-    transitions = {}
-    for act in params.sweep_activations:
-        transitions[act] = {}
-        for kernel in kernels:
-            g = rows[(rows.activation == act) & (rows.kernel == kernel)]
-            frac = g.groupby("snr")["count"].apply(lambda c: float((c == r).mean())).sort_index()
-            detected = [s for s in frac.index if (frac[frac.index >= s] >= 0.9).all()]
-            transitions[act][kernel] = {"limit": theory[act]["transition_snr"][kernel],
-                                        **({"observed_first_grid_snr": float(min(detected))} if detected else {})}
-    metrics = {
-        "setup": {"n": params.n, "p": params.p, "width": params.width, "depth": params.depth, "rank": r,
-                  "top_snr": top, "c0": params.n / params.p, "c": params.n / params.width},
-        "activations": {a: {"b2": theory[a]["moments"]["b2"], "a": theory[a]["moments"]["a"],
-                            "ntk_r_plus": theory[a]["ntk"]["r_plus"]} for a in params.top_activations},
-        "top_snr": {a: {k: by_cell[(a, k)] for k in kernels} for a in params.top_activations},
-        "zero_snr": {a: {k: {"frac_no_outlier": zero[(a, k)]} for k in gated} for a in params.sweep_activations},
-        "transitions": transitions,
-        "claims": claims,
-        "digits": {a: {k: {"count": float(g["count"].mean()), "ari": float(g["ari"].mean()),
-                           "localisation": float(g["localisation"].mean())}
-                       for k, g in digits[digits.activation == a].groupby("kernel")}
-                   for a in params.top_activations},
+def records_tables(per_seed: list[dict], theory: dict, first_seed: int) -> dict[str, pd.DataFrame]:
+    """The records of ``method.run_seed`` results (seed order) and of ``method.theory_predictions``, which is
+    stored under ``first_seed``."""
+    return {
+        "spectra": pd.DataFrame([row for r in per_seed for row in r["rows"]]),
+        "digits": pd.DataFrame([row for r in per_seed for row in r["digits"]]),
+        "digits_vectors": pd.DataFrame([{"seed": r["seed"], **r["digits_vectors"]}
+                                        for r in per_seed if r["digits_vectors"]]),
+        "limit": pd.DataFrame([{"seed": first_seed, **row} for t in theory.values() for row in t["rows"]]),
+        "theory": pd.DataFrame([{"seed": first_seed, "activation": act, "kernel": kernel,
+                                 "b2": t["moments"]["b2"], "a": t["moments"]["a"], "ntk_r_plus": t["ntk"]["r_plus"],
+                                 "transition_snr": snr}
+                                for act, t in theory.items() for kernel, snr in t["transition_snr"].items()]),
+        "timings": pd.DataFrame([{"seed": r["seed"], **r["timings"]} for r in per_seed]),
     }
-    return metrics, cells
-
-
-# ---------------------------------------------------------------------------------------------
-# Figure, plot table, text
-# ---------------------------------------------------------------------------------------------
-
-
-def _plot_table(params: Params, rows: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
-    """x = snr; y = outlier location or alignment zeta; series = '<act> <kernel> <quantity> <source>'."""
-    out = []
-    for (act, kernel, snr), g in rows[rows.activation.isin(params.sweep_activations)].groupby(["activation", "kernel", "snr"]):
-        for quantity, col in (("outlier", "mean_top_r"), ("zeta", "zeta")):
-            mean, lo, hi = stats.mean_ci(g[col])
-            out.append({"x": snr, "y": mean, "y_low": lo, "y_high": hi, "series": f"{act} {kernel} {quantity} measured"})
-        out.append({"x": snr, "y": float(g["edge"].mean()), "y_low": None, "y_high": None,
-                    "series": f"{act} {kernel} edge measured"})
-    for _, p in pred[pred.activation.isin(params.sweep_activations)].iterrows():
-        if p["outlier"] is not None and p["outlier"] == p["outlier"]:
-            out.append({"x": p["snr"], "y": p["outlier"], "y_low": None, "y_high": None,
-                        "series": f"{p['activation']} {p['kernel']} outlier limit"})
-        out.append({"x": p["snr"], "y": p["zeta"], "y_low": None, "y_high": None,
-                    "series": f"{p['activation']} {p['kernel']} zeta limit"})
-    return pd.DataFrame(out)
-
-
-def _figure(params: Params, plot: pd.DataFrame, cells: pd.DataFrame, vectors: dict):
-    fig, axes = plt.subplots(2, 2, figsize=(12, 9))
-    colors = {f"CK{l}": plt.cm.viridis(l / max(params.depth, 1) * 0.85) for l in range(params.depth + 1)}
-    colors["NTK"] = "tab:red"
-    styles = dict(zip(params.sweep_activations, ["-", "--", ":", "-."]))
-    markers = dict(zip(params.sweep_activations, ["o", "s", "^", "D"]))
-    for ax, quantity, label in ((axes[0, 0], "outlier", "mean of the top K-1 eigenvalues"),
-                                (axes[0, 1], "zeta", "alignment zeta of the top K-1 eigenvectors")):
-        for act in params.sweep_activations:
-            for kernel in colors:
-                if quantity == "outlier" and kernel == "NTK":
-                    continue
-                lim = plot[plot.series == f"{act} {kernel} {quantity} limit"].sort_values("x")
-                ax.plot(lim["x"], lim["y"], styles[act], color=colors[kernel], lw=1.2)
-                m = plot[(plot.series == f"{act} {kernel} {quantity} measured") & (plot.x > 0)]
-                ax.errorbar(m["x"], m["y"], yerr=[m["y"] - m["y_low"], m["y_high"] - m["y"]], fmt=markers[act],
-                            color=colors[kernel], ms=4, capsize=2, label=f"{act} {kernel}")
-                if quantity == "outlier":
-                    e = plot[(plot.series == f"{act} {kernel} edge measured") & (plot.x > 0)]
-                    ax.plot(e["x"], e["y"], ":", color=colors[kernel], lw=0.8)
-        ax.set(xscale="log", xlabel="spike strength theta^2 (snr)", ylabel=label)
-        ticks = [s for s in sorted(params.snr_grid) if s > 0]
-        ax.set_xticks(ticks, [f"{s:g}" for s in ticks])
-        ax.minorticks_off()
-        if quantity == "outlier":
-            ax.set(yscale="log", title="CK outliers: measured (markers, 95% CI), limit (lines), null edge (dotted)")
-        else:
-            ax.set(title="eigenspace-class alignment: measured vs limit")
-            ax.legend(fontsize=7, ncol=2)
-    ax = axes[1, 0]
-    for act, g in cells[cells.kernel != "CK0"].groupby("activation"):
-        ax.errorbar(g["outlier_limit"], g["outlier"], yerr=[g["outlier"] - g["outlier_ci_low"], g["outlier_ci_high"] - g["outlier"]],
-                    fmt="o", capsize=2, label=act)
-        for _, c in g.iterrows():
-            ax.annotate(c["kernel"], (c["outlier_limit"], c["outlier"]), fontsize=7, xytext=(3, -8), textcoords="offset points")
-    lims = np.array([cells["outlier_limit"].min() * 0.8, cells["outlier_limit"].max() * 1.2])
-    ax.plot(lims, lims, "k-", lw=0.8)
-    ax.fill_between(lims, lims * 0.95, lims * 1.05, color="grey", alpha=0.25, label="limit +-5%")
-    ax.set(xscale="log", yscale="log", xlabel="limit", ylabel="measured (seed mean)",
-           title=f"top snr = {max(params.snr_grid):g}: outlier positions, CK layers and NTK")
-    ax.legend(fontsize=8)
-    ax = axes[1, 1]
-    if vectors:
-        y = np.array(vectors["labels"])
-        for k, name in enumerate(("digit 1", "digit 7")):
-            ax.scatter(np.array(vectors["v1"])[y == k], np.array(vectors["v2"])[y == k], s=8, label=name)
-        ax.set(xlabel="eigenvector 1", ylabel="eigenvector 2",
-               title=f"digits 1 vs 7 (class means removed): top eigenvectors of {vectors['kernel']} ({vectors['activation']})")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def _setup(params: Params, theory: dict) -> str:
-    acts = ", ".join(f"{a} (b^2 = {theory[a]['moments']['b2']:.3f})" for a in params.top_activations)
-    return (
-        f"**Data.** K = {params.classes} Gaussian classes of {params.n // params.classes} samples in p = {params.p} "
-        "dimensions: x_i = (mu_{y_i} + z_i) / sqrt(p + |mu|^2), z_i ~ N(0, I_p), class means on a centred simplex, so "
-        f"the signal matrix has rank {params.classes - 1} with squared singular value theta^2 = snr (relative to N(0, 1/p) noise); "
-        f"snr in {params.snr_grid} (the input transition is sqrt(n/p) = {math.sqrt(params.n / params.p):.3f}). Inputs "
-        "have unit mean square norm as Fan & Wang's theory assumes.\n\n"
-        f"**Network.** depth L = {params.depth}, width d = {params.width}, X_l = sigma(W_l X_(l-1)) / sqrt(d), N(0, 1) "
-        f"weights and readout; activations normalised to E sigma = 0, E sigma^2 = 1: {acts}. Sweep over every snr for "
-        f"{', '.join(params.sweep_activations)}; {', '.join(params.top_activations)} at the top snr. CK_l = X_l^T X_l "
-        "(CK0 is the input Gram matrix, not gated); NTK = sum_l CK_(l-1) o (S_l^T S_l) + CK_L from the backpropagated "
-        "signals (checked against autograd in the tests). One noise matrix and one set of weights per seed (common "
-        f"random numbers across snr and activations); {params.seeds} seeds.\n\n"
-        f"**Outliers.** Null edge = the same network on {params.null_draws} pure-noise inputs of the same covariance trace, "
-        f"largest eigenvalue averaged, times 1 + {params.edge_margin}; an outlier is an eigenvalue above it. Group "
-        "features: k-means (K clusters, 5 inits) on the outlier eigenvectors (ARI), the block-constant fit "
-        "|P - P_block|_F / |P|_F of their projection P, and zeta = |V^T U|_F^2 / (K - 1) for the top K - 1 "
-        "eigenvectors U and the centred class indicators V.\n\n"
-        "**Limit.** Input: lambda_0 = s0 (1 + theta^2)(c0 + theta^2) / theta^2, zeta_0 = 1 - c0 (1 + theta^2) / "
-        "(theta^2 (theta^2 + c0)) (rank-r signal plus noise, c0 = n/p, s0 = the input normalisation). Each layer is a "
-        "sample covariance of d rows with population b^2 CK_(l-1) + (1 - b^2) I; the NTK is r_+ I + sum_l b^(2(L-l)) CK_l, "
-        "r_+ = sum_k (a^k - b^(2k)), a = E sigma'^2. A deterministic equivalent of the resolvent of any such combination "
-        "reduces layer by layer (scalar fixed points) to A_0(z) CK_0 - Z_0(z) I: the outlier solves A_0(z) lambda_0 = "
-        "Z_0(z) above the bulk edge and zeta = zeta_0 / (-d/dz [A_0 lambda_0 - Z_0]). For the CK alone this is Bai & "
-        "Yao's generalised spiked model iterated over layers (tests check both routes agree and match simulations).\n\n"
-        f"**Digits.** load_digits 1 vs 7, {params.digits_per_class} each, class means subtracted, unit mean square "
-        "norm, through each seed's network; null = white noise of the same trace; reported, not gated."
-    )
-
-
-def _notes(params: Params, metrics: dict, cells: pd.DataFrame, theory: dict) -> str:
-    c, top, deep = metrics["claims"], metrics["top_snr"], f"CK{params.depth}"
-    gated = cells[cells.kernel != "CK0"]
-    last = "; ".join(f"{a}: zeta {top[a][deep]['zeta']['mean']:.3f} (limit {top[a][deep]['zeta_limit']:.3f}), block fit "
-                     f"{top[a][deep]['block_fit']['mean']:.3f} (limit sqrt(1 - zeta^2) = {top[a][deep]['block_fit_limit']:.3f}), "
-                     f"ARI {top[a][deep]['ari']['mean']:.3f}" for a in params.top_activations)
-    extra = "; ".join(f"{x.activation} {x.kernel}: eigenvalue K = {x.next_eigenvalue_over_edge:.2f} x the null edge, its "
-                      f"eigenvector's squared cosine with the all-ones vector {x.next_eigenvector_ones:.2f}"
-                      for x in gated.itertuples() if x.count_eq_rank < 0.9) or "none"
-    off = "; ".join(f"{x.activation} {x.kernel} {x.rel_err:.3f}" for x in gated.itertuples() if x.rel_err > 0.05) or "none"
-    zero = "; ".join(f"{a} {k} {v['frac_no_outlier']:.1f}" for a, d in metrics["zero_snr"].items() for k, v in d.items()
-                     if v["frac_no_outlier"] < 0.9) or "none"
-    trans = "; ".join(f"{a}: " + ", ".join(f"{k} {v['limit']:.2f}" + (f" (first full detection on the grid: "
-                                                                         f"{v['observed_first_grid_snr']:g})"
-                                                                         if "observed_first_grid_snr" in v else "")
-                                           for k, v in metrics["transitions"][a].items())
-                      for a in params.sweep_activations)
-    dig = "; ".join(f"{a} {k}: {v['count']:.1f} outliers, ARI {v['ari']:.2f}, localisation {v['localisation']:.2f}"
-                    for a, d in metrics["digits"].items() for k, v in d.items() if k in ("CK1", deep, "NTK"))
-    return (
-        "**Official code**: none (the paper's reproducibility summary says so). **The paper's full text could not be "
-        "read here** (only its abstract and a summary), so none of its formulas were transcribed. Not confirmed: the "
-        "exact GMM (ours: classes differ by their means only, identity covariance), widths, activations (the paper "
-        "shows 'several'), the normalisation of weights and inputs (we follow Fan & Wang 2020, which the paper builds "
-        "on), what the paper's K~_CK,3 (Fig. 4) modifies, and the paper's outlier equations. The comparison values are "
-        "therefore *our* derived limit; the position and alignment claims check the simulation against it, i.e. the "
-        "random-matrix picture the paper proves, not its printed formulas.\n\n"
-        "**Deviations from the plan.** (1) The plan's linear-plus-cubic activation (x + (x^3 - 3x)/sqrt 6, b^2 = 1/2) "
-        "is not Lipschitz; in a trial run its kernels blew up (layer-3 CK top eigenvalue ~1e4 on pure noise, NTK "
-        "~1e5), outside any linear-width theory. It stays available (`cubic`), but the default third activation is "
-        "sin(1.5 x) normalised (odd, bounded, b^2 = 0.48). (2) The planted spike is (K-1)-fold degenerate, so a "
-        "position is the mean of the top K-1 eigenvalues (the top one alone, biased upward as the max of two, is in "
-        "the metrics as `outlier_top` and `top_rel_err`); positions are compared through the seed mean, with its "
-        "bootstrap interval. (3) The 'theory proxy' is not a simulated linearised network but the deterministic limit "
-        "(computed numerically; the tests check it against simulated linearised networks and against Bai & Yao's "
-        "spiked-model formula). (4) The null edge uses the same network's weights (\"the same network on a pure-noise "
-        "input\"). (5) The top snr (64, chosen from the limit's transitions, the largest at 12.2 for sin CK3) makes "
-        "the spikes large against sqrt(n); see the extra outliers below.\n\n"
-        f"**Reading the claims.** Counts: the CK has exactly K - 1 = {params.classes - 1} outliers at the top snr. "
-        f"Cells with a different count: {extra}. An extra outlier along the all-ones vector is not class information: "
-        "the even part of ReLU squares the within-class correlations (about lambda/n here, so the effect fades like "
-        "(lambda/sqrt n)^2 as n grows) and this first-order limit does not contain it. Null (snr 0) cells where fewer "
-        f"than 90% of seeds had no outlier: {zero}. The largest null eigenvalue moves by 1-2% between noise draws at "
-        f"n = {params.n}, comparable to the {params.edge_margin:.0%} margin, so the count rule's false positives carry no "
-        "class information (ARI ~ 0 at snr 0); in the limit there is no outlier at snr 0. Positions: worst CK layer "
-        f"{c['ck_position']['max_rel_err']:.3f} [{c['ck_position']['ci_low']:.3f}, {c['ck_position']['ci_high']:.3f}], "
-        f"NTK {c['ntk_position']['max_rel_err']:.3f} [{c['ntk_position']['ci_low']:.3f}, {c['ntk_position']['ci_high']:.3f}]; "
-        f"cells off by more than 5%: {off}. Outliers move by about sqrt(2/d) = {math.sqrt(2 / params.width):.3f} per layer "
-        "between seeds (each seed's weights rescale the spike), so 5 seeds leave intervals of a few percent. "
-        f"Alignment: worst |zeta - limit| = {c['zeta']['max_abs_err']:.3f}. Last layer at the top snr: {last}. The limit "
-        f"keeps only a fraction zeta < 1 of the class signal in the outlier eigenspace at d/n = {params.width / params.n:.2f}, "
-        "so |P - P_block|/|P| tends to sqrt(1 - zeta^2), not to 0: the plan's 0.25 needs zeta >= 0.968, which the limit "
-        "does not give past the input at this snr, and the measured block fits sit on their limits. The ARI check "
-        "fails where zeta is low (the deepest layer of the least linear activation), again as the limit predicts. "
-        f"Transitions (snr where each kernel's spike separates, limit): {trans}. Digits 1 vs 7 (not gated): {dig}. "
-        "With class means removed, outliers come from the pixel covariance, which both digits share, so they need "
-        "not cluster by digit (ARI near 0 here), while their eigenvectors lean to one class (localisation > 0.5). "
-        "\n\n**Negative controls.** Counts, ARI and block fit: the same cells with the signal off (snr 0, the sweep "
-        f"activations; count = K - 1 in {c['count_top_ck_control']['min']:.1f} (CK) and "
-        f"{c['count_top_ntk_control']['min']:.1f} (NTK) of seeds, worst ARI {c['ari_top_control']['min']:.3f}, worst "
-        f"block fit {c['block_fit_top_control']['max']:.3f}); the null claim: the same cells with the signal on (top "
-        f"snr, no outlier in {c['zero_snr_control']['min']:.1f} of seeds). Positions and alignment: the measured values "
-        "against a naive limit without random-matrix corrections (population kernels: input spike s0 (1 + snr), each "
-        "layer b^2 lambda + 1 - b^2, eigenvectors = the class contrasts, zeta = 1); worst CK error "
-        f"{c['ck_position_control']['max_rel_err']:.3f}, NTK {c['ntk_position_control']['max_rel_err']:.3f}, zeta "
-        f"{c['zeta_control']['max_abs_err']:.3f}. Where the naive limit also meets the tolerance, the claim cannot tell "
-        "the random-matrix limit from no theory and is inconclusive."
-    )

@@ -556,6 +556,16 @@ def prevalence_interval(predicted: np.ndarray) -> tuple[float, float]:
     return low, high
 
 
+def sweep_settings(p: Params) -> list[tuple[float, float, float]]:
+    """The central setting (each knob's middle value) and each knob over its range with the others central."""
+    knobs = (p.creative_share, p.duplicate_rate, p.junk_share)
+    central = tuple(values[len(values) // 2] for values in knobs)
+    settings = [central]
+    for position, values in enumerate(knobs):
+        settings += [central[:position] + (v,) + central[position + 1:] for v in values if v != central[position]]
+    return settings
+
+
 def run_seed(p: Params, seed: int, settings: Sequence[tuple[float, float, float]]) -> list[dict]:
     """Every setting ``(creative_share, duplicate_rate, junk_share)`` on one seed's log: a row per setting with the
     planted and estimated prevalences, the filter and dedup diagnostics, and the controls. Each pool text is

@@ -1,260 +1,29 @@
-"""iN2V as a Prefect flow: node2vec trained on the train nodes' subgraph of SBM graphs, unseen nodes embedded by
-iN2V's post-hoc extension after its modified training, against feature propagation and the plain extension, with
-transductive node2vec as the reference."""
+"""Inductive node2vec, the experiment: iN2V against N2V with feature propagation or the plain extension, and
+transductive N2V, on planted SBM graphs per homophily regime and train fraction, with permuted-label probes.
+
+Records: ``settings`` (one row per seed, regime and train fraction: accuracies, gains, selections, graph
+statistics). Scored by ``evaluate.py`` against the claims in ``claims.py``.
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from flows.inductive_n2v import method
 from flows.inductive_n2v.params import SMOKE, Params
-from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
+from tasks.contract import RunContext
 from tasks.data import save_parquet
-from tasks.graphs import block_probabilities
-from tasks.paper import over_seeds, paper_flow
-
-WHERE = ("on planted SBM graphs (n = 500, 5 classes, mean degree 10; homophily 0.8 and 0.25) at train fractions "
-         "0.1 / 0.4 / 0.8 (val and test halve the rest), logistic-regression probe on the embeddings alone")
-GAIN = ("gain = test accuracy(iN2V) - test accuracy(better baseline), in points; iN2V = the best on validation of "
-        "{sampling variant r = 0.5, loss variant w_ms = 1} x {lambda = 1; lambda = 0.5 with delay 0 or 10}; the better "
-        "baseline = the better on validation of feature propagation (iterations chosen on validation) and the plain "
-        "extension (plain N2V, lambda = 1)")
-PERMUTED = ("the same trainings, extensions and validation selections with the node labels randomly permuted "
-            "(no embedding carries information about them)")
-
-PAPER = Paper(
-    slug="inductive_n2v",
-    title="iN2V: Bringing Transductive Node Embeddings to Inductive Graphs",
-    method="iN2V: post-hoc neighbour-mean extension (lambda, delay) + modified N2V training (sampling r / losses alpha, beta)",
-    paper_class="B",
-    source="abstracts-000.txt #2",
-    official_code="Foisunt/iN2V (Code/inductiveN2V.py, train_n2v.py, defaults_n2v.yml, Experiments/*.yml; read in full)",
-    claims=(
-        Claim(id="gain_at_least_1pp",
-              text=("Using iN2V embeddings improves node classification by 1 point on average: mean gain over seeds "
-                    f"and (regime, train fraction) cells >= 1 point; {GAIN}; {WHERE}"),
-              source="abstract; plan claim 1 (magnitude)", metric="gain.mean", comparison=">=", threshold=1.0,
-              kind="magnitude", role="claim", interval=ci("gain"), per_setting="gain_by_cell",
-              control=Control(name="the gain with the labels permuted", metric="control.gain.mean",
-                              interval=ci("control.gain"))),
-        Claim(id="gain_positive_in_most_cells",
-              text=("iN2V is an effective approach to bringing transductive embeddings to an inductive setting: the "
-                    f"seed-mean gain is > 0 in at least 60% of the (regime, train fraction) cells; {GAIN}; {WHERE}"),
-              source="abstract; plan claim 1 (direction)", metric="cells_positive_share", comparison=">=",
-              threshold=0.6, kind="direction", role="claim", per_setting="cell_positive",
-              no_interval_reason="a share of the 6 cells, each cell's gain already averaged over the seeds",
-              control=Control(name="the share with the labels permuted",
-                              metric="control.cells_positive_share")),
-        Claim(id="more_unseen_larger_gain",
-              text=("up to 6 points of improvement depending on the dataset and the number of unseen nodes: the gain "
-                    "at train fraction 0.1 (90% unseen) exceeds the gain at 0.8 (20% unseen), mean over the two "
-                    f"regimes, difference > 0 points; {GAIN}; {WHERE}"),
-              source="abstract; plan claim 2 (direction)", metric="gain_few_minus_many_train.mean", comparison=">",
-              threshold=0.0, kind="direction", role="claim", interval=ci("gain_few_minus_many_train"),
-              per_setting="gain_few_minus_many_train_by_regime",
-              control=Control(name="the difference with the labels permuted",
-                              metric="control.gain_few_minus_many_train.mean",
-                              interval=ci("control.gain_few_minus_many_train"))),
-        Claim(id="not_above_transductive",
-              text=("Transductive N2V, which sees the whole graph in training, bounds the inductive embeddings: "
-                    "accuracy(iN2V) - accuracy(transductive N2V) < 1 point, mean over seeds and cells"),
-              source="plan claim 3 (sanity)", metric="in2v_minus_transductive.mean", comparison="<", threshold=1.0,
-              kind="direction", role="sanity", interval=ci("in2v_minus_transductive")),
-    ),
-    limitations=(
-        "Synthetic SBM graphs stand in for Cora, CiteSeer, PubMed, Photo, Computers, WikiCS, Actor, Roman-empire, "
-        "... (no offline copies): the paper's averages over those data sets and its 'up to 6 points' are not "
-        "reproducible figures here, only the direction and the order of magnitude. Embeddings only (the paper also "
-        "concatenates them to node features and trains GNNs); node2vec is scaled down (d = 32, walks of 10 nodes, "
-        "context 5, 4 walks per node, 100 SparseAdam steps at lr 0.1, p = q = 1) and trains for a fixed number of "
-        "steps instead of the official early stopping on validation accuracy; iN2V's hyperparameters are a small "
-        "grid (the plan's two training variants, lambda in {1, 0.5}, delay in {0, 10}) instead of the official "
-        "grid over lr, p, q, d, r, alpha, beta, lambda and delay. The plug-in claim (enriching existing features or "
-        "other embeddings) is not checked."
-    ),
-)
+from tasks.experiment import over_seeds, paper_experiment
 
 
-def _cell(row: pd.Series) -> str:
-    return f"{row['regime']}@{row['train_fraction']:g}"
-
-
-def _per_seed(rows: pd.DataFrame, column: str) -> np.ndarray:
-    """The mean of ``column`` over every (regime, fraction) cell of each seed, in seed order."""
-    return rows.groupby("seed", sort=True)[column].mean().to_numpy(float)
-
-
-def _few_minus_many(rows: pd.DataFrame, column: str, params: Params) -> tuple[np.ndarray, dict[str, float]]:
-    """Per seed: gain at the smallest train fraction minus gain at the largest, averaged over regimes; and the
-    seed mean of that difference per regime."""
-    lo, hi = params.train_fractions[0], params.train_fractions[-1]
-    wide = rows.pivot_table(index=["seed", "regime"], columns="train_fraction", values=column)
-    diff = (wide[lo] - wide[hi]).rename("diff").reset_index()
-    return (diff.groupby("seed", sort=True)["diff"].mean().to_numpy(float),
-            {str(k): float(v) for k, v in diff.groupby("regime", sort=False)["diff"].mean().items()})
-
-
-@paper_flow(PAPER, Params, smoke=SMOKE)
-def inductive_n2v_flow(params: Params, ctx: RunContext) -> RunOutput:
+# Seed-separable: each seed draws its own graphs, splits, trainings and label permutations.
+@paper_experiment("inductive_n2v", Params, smoke=SMOKE, seed_separable=True)
+def inductive_n2v_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
+    """iN2V against N2V + feature propagation and N2V + plain extension on SBM graphs."""
     with threadpool_limits(limits=1):  # one BLAS thread per task: the seeds are the parallelism
         per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
     rows = pd.DataFrame([s for out in per_seed for s in out["settings"]])
-    detail = pd.DataFrame([d for out in per_seed for d in out["detail"]])
     save_parquet(rows, ctx.data_dir / "settings.parquet")
-    save_parquet(detail, ctx.data_dir / "detail.parquet")
-    rows["cell"] = rows.apply(_cell, axis=1)
-    rows["in2v_minus_trans_pp"] = 100 * (rows["in2v_test"] - rows["transductive_test"])
-
-    few_many, few_many_by_regime = _few_minus_many(rows, "gain_pp", params)
-    few_many_perm, _ = _few_minus_many(rows, "perm_gain_pp", params)
-    by_cell = rows.groupby("cell", sort=False)["gain_pp"].mean()
-    by_cell_perm = rows.groupby("cell", sort=False)["perm_gain_pp"].mean()
-    accuracy = {name: stats.summarize_by(rows, ["regime", "train_fraction"], f"{name}_test")
-                for name in ("in2v", "fp", "plain_ext", "baseline", "transductive")}
-    metrics = {
-        "gain": stats.summarize(_per_seed(rows, "gain_pp")),
-        "gain_by_cell": {k: float(v) for k, v in by_cell.items()},
-        "gain_cell_summary": stats.summarize_by(rows, "cell", "gain_pp"),
-        "cells_positive_share": float((by_cell > 0).mean()),
-        # per cell 1 if its seed-mean gain is > 0, else 0: on the share claim's scale, so that its reversals
-        # (cells below the 0.6 threshold) are exactly the cells without a positive gain
-        "cell_positive": {k: float(v > 0) for k, v in by_cell.items()},
-        "max_cell_gain": float(by_cell.max()),
-        "gain_vs_best_on_test": stats.summarize(_per_seed(rows, "gain_vs_best_test_pp")),
-        "gain_few_minus_many_train": stats.summarize(few_many),
-        "gain_few_minus_many_train_by_regime": few_many_by_regime,
-        "in2v_minus_transductive": stats.summarize(_per_seed(rows, "in2v_minus_trans_pp")),
-        "accuracy": accuracy,
-        "choices": {"in2v": rows["in2v_choice"].value_counts().to_dict(),
-                    "baseline": rows["baseline_choice"].value_counts().to_dict()},
-        "graphs": {"edge_homophily": {str(k): float(v) for k, v in rows.groupby("regime", sort=False)["edge_homophily"].mean().items()},
-                   "train_isolated_frac": {k: float(v) for k, v in rows.groupby("cell", sort=False)["train_isolated_frac"].mean().items()}},
-        "control": {"gain": stats.summarize(_per_seed(rows, "perm_gain_pp")),
-                    "gain_by_cell": {k: float(v) for k, v in by_cell_perm.items()},
-                    "cells_positive_share": float((by_cell_perm > 0).mean()),
-                    "gain_few_minus_many_train": stats.summarize(few_many_perm)},
-    }
-    plot = _plot_table(rows)
-    return RunOutput(metrics=metrics, tables={"plot": plot, "settings": rows}, figure=_figure(plot, params),
-                     setup=_setup(params), notes=_notes(params, metrics))
-
-
-LABEL = {"in2v": "iN2V (selected on val)", "fp": "N2V + feature propagation", "plain_ext": "N2V + plain extension",
-         "transductive": "transductive N2V (whole graph)"}
-
-
-def _plot_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean test accuracy over seeds against the train fraction, one series per regime and method."""
-    out = []
-    for (regime, fraction), g in rows.groupby(["regime", "train_fraction"], sort=False):
-        for name in LABEL:
-            s = stats.summarize(g[f"{name}_test"].to_numpy(float))
-            out.append({"x": float(fraction), "y": s["mean"], "y_low": s["ci_low"], "y_high": s["ci_high"],
-                        "series": f"{regime}:{name}", "regime": regime, "method": name})
-    return pd.DataFrame(out)
-
-
-def _figure(plot: pd.DataFrame, params: Params):
-    fig, axes = plt.subplots(1, len(params.regime_names), figsize=(5.5 * len(params.regime_names), 4.2), squeeze=False)
-    for ax, (regime, h) in zip(axes[0], zip(params.regime_names, params.homophilies)):
-        for i, name in enumerate(LABEL):
-            g = plot[(plot["regime"] == regime) & (plot["method"] == name)].sort_values("x")
-            ax.errorbar(g["x"] + 0.008 * (i - 1.5), g["y"], yerr=[g["y"] - g["y_low"], g["y_high"] - g["y"]],
-                        fmt="o", capsize=3, label=LABEL[name], ls="--" if name == "transductive" else "-")
-        ax.axhline(1 / params.n_classes, color="grey", ls=":", lw=1, label="chance")
-        ax.set(xlabel="train fraction (val/test halve the rest)", ylabel="test accuracy (mean, 95% CI)",
-               title=f"{regime} SBM (homophily {h:g})")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def _setup(params: Params) -> str:
-    return (
-        f"**Graphs.** Per seed and regime one equal-block SBM: n = {params.n_nodes}, {params.n_classes} classes, "
-        f"expected mean degree {params.mean_degree:g}, expected edge homophily "
-        + ", ".join(f"{n} {h:g}" for n, h in zip(params.regime_names, params.homophilies))
-        + f"; per train fraction {params.train_fractions} a fresh random split, val and test halving the rest. "
-        f"{params.seeds} seeds.\n\n"
-        "**Inductive protocol (official).** node2vec trains on the subgraph induced by the train nodes; validation "
-        "extends the train embeddings to the train + val subgraph, test to the full graph; a logistic-regression "
-        "probe (scikit-learn, max_iter = 500) is fitted on the train nodes' (extended) embeddings and scores the val "
-        "or test nodes.\n\n"
-        f"**node2vec.** d = {params.dim}, walks of {params.walk_length} nodes (uniform, p = q = 1), pairs at most "
-        f"{params.context_size - 1} apart (PyG context {params.context_size}), {params.walks_per_node} walks per start "
-        f"node, {params.negatives} uniform negative per pair, batches of {params.batch_size} start nodes, SparseAdam "
-        f"lr {params.lr:g}, {params.steps} steps for every training. The plain and both modified trainings of a setting "
-        "start from the same table.\n\n"
-        f"**Methods.** iN2V: sampling variant (r = {params.prob_replace:g}) and loss variant (w_ms = {params.w_ms:g}), "
-        f"w_ndiv = {params.w_ndiv:g}, each extended with lambda = 1 and lambda = {params.alpha:g} with delay in "
-        f"{params.delays} (max {params.max_iter} rounds); the best of these {2 * (1 + len(params.delays))} on validation. "
-        f"Baselines: plain N2V + feature propagation (iterations in {params.fp_iterations}, chosen on validation) and "
-        "plain N2V + the plain extension (lambda = 1); the better of the two on validation is the baseline of the gain. "
-        "Reference: transductive N2V trained on the full graph (one per regime and seed, probed on each split).\n\n"
-        "**Negative control (every claim).** Every probe again with the labels permuted: " + PERMUTED + ".")
-
-
-def _block_ratios(params: Params) -> dict[str, float]:
-    """Within- over between-block edge probability of each regime's SBM."""
-    out = {}
-    for name, h in zip(params.regime_names, params.homophilies):
-        P = block_probabilities(params.n_nodes, params.n_classes, params.mean_degree, h)
-        out[name] = float(P[0, 0] / P[0, 1])
-    return out
-
-
-def _notes(params: Params, m: dict) -> str:
-    def iv(s: dict) -> str:
-        return f"{s['mean']:+.2f} [{s['ci_low']:+.2f}, {s['ci_high']:+.2f}]"
-
-    acc = m["accuracy"]
-    table = ["| regime | train fraction | iN2V | FP | plain ext. | transductive | gain (points) | permuted-label gain |",
-             "|---|---|---|---|---|---|---|---|"]
-    for regime in params.regime_names:
-        for f in params.train_fractions:
-            key = f"{regime}@{f:g}"
-            a = {name: acc[name][regime][str(f)]["mean"] for name in ("in2v", "fp", "plain_ext", "transductive")}
-            table.append(f"| {regime} | {f:g} | {a['in2v']:.3f} | {a['fp']:.3f} | {a['plain_ext']:.3f} | "
-                         f"{a['transductive']:.3f} | {m['gain_by_cell'][key]:+.2f} | {m['control']['gain_by_cell'][key]:+.2f} |")
-    choices = ", ".join(f"{k} x{v}" for k, v in m["choices"]["in2v"].items())
-    base_choices = ", ".join(f"{k} x{v}" for k, v in m["choices"]["baseline"].items())
-    return (
-        "**Sources.** The official repository (Foisunt/iN2V) was read: the extension rules (`extend2ind_fix`, "
-        "`extend2ind_update`: additions and lambda-updates from the previous round, the train nodes updated too, "
-        "`delay` extra rounds after the last addition), the modified losses (`loss_emb`: each node replaced by its "
-        "neighbour mean with probability r over the whole table; `loss_mean_self`; `neighbor_loss_full`: mean cosine "
-        "similarity matrix of a node's neighbours, diagonal included), the FP baseline (PyG `FeaturePropagation` on the "
-        "plain N2V embeddings), the val graph = train + val subgraph and the probe. Re-implemented, not copied.\n\n"
-        "**Results (test accuracy, mean over seeds).**\n\n" + "\n".join(table) + "\n\n"
-        f"Gain (points), mean over seeds of the cell mean: {iv(m['gain'])}; against the better baseline *on test* "
-        f"(a stricter reading): {iv(m['gain_vs_best_on_test'])}. Largest cell gain {m['max_cell_gain']:+.2f} (the "
-        f"paper: up to 6 on its data sets). Share of cells with a positive gain {m['cells_positive_share']:.2f}. Gain "
-        f"at train fraction {params.train_fractions[0]:g} minus at {params.train_fractions[-1]:g}: "
-        f"{iv(m['gain_few_minus_many_train'])} (per regime "
-        + ", ".join(f"{k} {v:+.2f}" for k, v in m["gain_few_minus_many_train_by_regime"].items()) + "). "
-        f"iN2V minus transductive N2V: {iv(m['in2v_minus_transductive'])}.\n\n"
-        f"**Negative control (permuted labels).** Gain {iv(m['control']['gain'])}, positive in "
-        f"{m['control']['cells_positive_share']:.2f} of the cells, few-minus-many difference "
-        f"{iv(m['control']['gain_few_minus_many_train'])}"
-        + (": selecting iN2V among more candidates on validation than the baseline does not by itself create a "
-           "test gain of a point.\n\n" if m["control"]["gain"]["ci_high"] < 1.0 else
-           f": centred near zero, but its interval reaches {m['control']['gain']['ci_high']:+.2f} points, so seed "
-           "and selection noise alone moves a seed-mean gain by about a point; a claimed gain is only as firm as "
-           "its distance from that.\n\n")
-        + f"**Selections.** iN2V picked: {choices}. The baseline picked: {base_choices}.\n\n"
-        f"**Graphs.** Measured edge homophily "
-        + ", ".join(f"{k} {v:.3f}" for k, v in m["graphs"]["edge_homophily"].items())
-        + "; share of isolated nodes in the train subgraph: "
-        + ", ".join(f"{k} {v:.2f}" for k, v in m["graphs"]["train_isolated_frac"].items())
-        + ". Within-block / between-block edge probability: "
-        + ", ".join(f"{n} {ratio:.2f}" for n, ratio in _block_ratios(params).items())
-        + "; transductive N2V's test accuracy averaged over the splits: "
-        + ", ".join(f"{n} {np.mean([acc['transductive'][n][str(f)]['mean'] for f in params.train_fractions]):.3f}"
-                    for n in params.regime_names)
-        + f" (chance {1 / params.n_classes:.2f}): where the edges barely tell the blocks apart, no structural "
-        "embedding can carry much class information, and the gains there measure noise more than method differences."
-    )
+    save_parquet(pd.DataFrame([d for out in per_seed for d in out["detail"]]), ctx.data_dir / "detail.parquet")
+    return {"settings": rows}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import torch
 from scipy.stats import ks_2samp
 from sklearn.metrics import pairwise_distances
@@ -286,6 +287,15 @@ def ks_permutation_test(x: np.ndarray, y: np.ndarray, n_permutations: int, alpha
     pvalue = float(np.mean(permuted >= observed - 1e-12))   # tolerance: float ECDF differences of equal splits
     adjusted = min(1.0, pvalue * n_hypotheses)
     return {"score": observed, "pvalue": pvalue, "pvalue_adjusted": adjusted, "significant": bool(adjusted < alpha)}
+
+
+def accuracy_distributions(rows: pd.DataFrame) -> dict[tuple, dict[str, np.ndarray]]:
+    """{(seed, dataset, labels): {mode: accuracies in (repeat, fold) order}}."""
+    out: dict[tuple, dict[str, np.ndarray]] = {}
+    for (seed, ds, lab), g in rows.groupby(["seed", "dataset", "labels"], sort=False):
+        g = g.sort_values(["repeat", "fold"])
+        out[(seed, ds, lab)] = {m: g[g["mode"] == m]["accuracy"].to_numpy(float) for m in g["mode"].unique()}
+    return out
 
 
 def separability(distributions: dict[str, np.ndarray], n_permutations: int, alpha: float,
