@@ -211,7 +211,7 @@ def test_bpda_success_comes_from_the_declared_surrogate(p, images, net):
     assert method.evaluate(a1(), declared, images, p, seed=0)["tasks_passed"] == 3
     # without the declaration A1 is A0: stopped at the gradient check (the reason its claims are sanity checks)
     assert method.evaluate(a1(), undeclared, images, p, seed=0)["tasks_passed"] == 1
-    from flows.autoadvexbench.flow import PAPER
+    from flows.autoadvexbench.claims import PAPER
 
     roles = {c.id: c.role for c in PAPER.claims}
     assert roles["skill_ladder_separates_agents_on_real_world"] == roles["ctf_success_does_not_predict_real_world"] == "sanity"

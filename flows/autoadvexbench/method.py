@@ -579,6 +579,11 @@ def run_seed(p: Params, seed: int) -> list[dict]:
     return rows
 
 
+# The agents made of others' attempts (per seed and defence, the lowest robust accuracy among them)
+ENSEMBLE = "ensemble"                # best of the ladder A0..A3, the paper's strongest ensemble
+A0_TWICE = "A0_best_of_two_seeds"    # best of A0 and A0_reseeded: what a second try alone buys
+
+
 def best_of(rows: Sequence[dict], agents: Sequence[str], name: str, p: Params) -> list[dict]:
     """The ensemble agent: per (seed, defence), the lowest robust accuracy any of ``agents`` reached."""
     by_key: dict[tuple, dict] = {}
