@@ -27,6 +27,11 @@ def _second_best(per_seed: np.ndarray, n_boot: int = 4000, seed: int = 0) -> dic
     return {"mean": float(stat(per_seed)), "ci_low": float(low), "ci_high": float(high), "n": int(len(per_seed))}
 
 
+def _mean_difference(rows: pd.DataFrame, a: dict, b: dict) -> float:
+    """Mean over seeds of accuracy(a) - accuracy(b), seeds paired."""
+    return float(np.subtract(*est.aligned(rows, "accuracy", a, b)).mean())
+
+
 def _metrics(rows: pd.DataFrame, pretrain: pd.DataFrame) -> dict:
     # accuracy per seed: the mean over the held-out domains
     by_seed = rows.groupby(["mode", "method", "level", "seed"], as_index=False)["accuracy"].mean()
@@ -54,9 +59,8 @@ def _metrics(rows: pd.DataFrame, pretrain: pd.DataFrame) -> dict:
         "git_minus_raw": est.paired(by_seed, "accuracy", acc("incontext", "git", "node"), raw),
         "random_minus_raw": est.paired(by_seed, "accuracy", acc("incontext", "random_init", "node"), raw),
         "node_only_minus_raw": est.paired(by_seed, "accuracy", acc("incontext", "node_only", "node"), raw),
-        "git_minus_raw_by_domain": {d: float(np.subtract(*est.aligned(rows, "accuracy", {**acc("incontext", "git", "node"), "domain": d},
-                                                                      {**raw, "domain": d})).mean())
-                                    for d in domains}}
+        "git_minus_raw_by_domain": {d: _mean_difference(rows, {**acc("incontext", "git", "node"), "domain": d},
+                                                        {**raw, "domain": d}) for d in domains}}
     node_only = acc("finetune", "node_only", "graph")
     out["graph_level"] = {
         "git_minus_node_only": est.paired(by_seed, "accuracy", acc("finetune", "git", "graph"), node_only),
