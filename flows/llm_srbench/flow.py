@@ -1,128 +1,28 @@
-"""LLM-SRBench as a Prefect flow: the benchmark construction (LSR-Transform by symbolic solving, LSR-Synth by
-simulated synthetic-term ODEs, ID/OOD splits), the official metrics, and non-LLM searchers against a memorizer."""
+"""LLM-SRBench, the experiment: the benchmark construction (LSR-Transform by symbolic solving, LSR-Synth by
+simulated synthetic-term ODEs, ID/OOD splits) and non-LLM searchers against a memorizer, scored by the official
+metrics.
+
+Records: ``scores`` (one row per seed, problem and method: symbolic accuracy, Acc_tau and NMSE per split) and
+``solved_targets`` (one row per seed and law: the inputs sympy could solve the law for, the same for every seed).
+Scored by ``evaluate.py`` against the claims in ``claims.py``.
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from flows.llm_srbench import method
 from flows.llm_srbench.params import SMOKE, Params
-from tasks import stats
-from tasks.contract import Claim, Control, Paper, RunContext, RunOutput, ci
+from tasks.contract import RunContext
 from tasks.data import save_parquet
-from tasks.paper import over_seeds, paper_flow, run_mapped
-
-SEARCHING = ("gplearn", "skeleton_search", "memorizer")
-"""The methods the claims compare (the mean and the oracle skeleton are yardsticks, not methods)."""
-NMSE_FLOOR = 1e-10
-"""NMSE below this is an exact fit up to float64 rounding; the OOD-vs-ID comparison treats all such fits as equal."""
-
-PAPER = Paper(
-    slug="llm_srbench",
-    title="LLM-SRBench: A New Benchmark for Scientific Equation Discovery with Large Language Models",
-    method="LLM-SRBench construction (LSR-Transform, LSR-Synth, ID/OOD) and metrics (NMSE, Acc_0.1, symbolic accuracy)",
-    paper_class="C",
-    source="abstracts-004.txt #18",
-    official_code="deep-symbolic-mathematics/llm-srbench (bench/pipelines.py metrics and bench/dataclasses.py interface read)",
-    claims=(
-        Claim(id="transformation_defeats_memorization",
-              text=("LSR-Transform, which transforms common physical models into less common mathematical "
-                    "representations to test reasoning beyond memorization -- a memorizer that recalls the 20 original "
-                    "laws (any assignment of inputs, one fitted scale) solves at most 30% of the rewritten problems "
-                    "(symbolic accuracy, mean over seeds). A sanity check, not the paper's claim: the memorizer tries "
-                    "only the original forms (method.discover_memorized), so a rewrite defeats it by construction; "
-                    "whether rewrites defeat an LLM's memory is not measured here"),
-              source="abstract; plan claim 1 (demoted: holds by construction here)",
-              metric="claims.memorizer_transform_acc.mean", comparison="<=", threshold=0.30, kind="direction",
-              role="sanity", interval=ci("claims.memorizer_transform_acc")),
-        Claim(id="ood_harder_than_id",
-              text=("OOD NMSE exceeds ID NMSE for every method on LSR-Synth: log10 median-over-problems NMSE, OOD minus "
-                    "ID, paired over seeds, worst method of gplearn / skeleton search / memorizer > 0"),
-              source="paper's OOD analysis; plan claim 2", metric="claims.ood_minus_id_worst.mean", comparison=">",
-              threshold=0.0, kind="direction", role="claim", interval=ci("claims.ood_minus_id_worst"),
-              per_setting="claims.ood_minus_id_by_method",
-              control=Control(name="a second ID test set in place of the OOD one, its most favourable method",
-                              metric="claims.id2_minus_id_best.mean", interval=ci("claims.id2_minus_id_best"))),
-        Claim(id="best_method_low_symbolic_accuracy",
-              text=("the best-performing system so far achieves only 31.5% symbolic accuracy -- on Mini-LSR-Synth the "
-                    "best of gplearn / skeleton search / memorizer (by mean) has symbolic accuracy <= 50%"),
-              source="abstract; plan claim 3", metric="claims.best_synth_acc.mean", comparison="<=", threshold=0.50,
-              kind="magnitude", role="claim", interval=ci("claims.best_synth_acc"),
-              per_setting="claims.synth_acc_by_method",
-              scaled="0.315 on 239 LLM-judged problems -> 0.50 on 8 problems per seed (the plan's analog)",
-              control=Control(name="the oracle skeleton (the generator's own form, parameters refitted)",
-                              metric="claims.oracle_synth_acc.mean", interval=ci("claims.oracle_synth_acc"))),
-        Claim(id="memorizer_recalls_original_laws",
-              text=("the memorizer solves the original laws it holds (symbolic accuracy >= 0.8): checks the memorizer "
-                    "and the symbolic check, holds by construction"),
-              source="plan claim 1 (first half)", metric="claims.memorizer_original_acc.mean", comparison=">=",
-              threshold=0.8, kind="direction", role="sanity", interval=ci("claims.memorizer_original_acc")),
-        Claim(id="symbolic_check_recognises_true_skeleton",
-              text=("the refitted true skeleton of every LSR-Synth problem is judged a symbolic solution (accuracy "
-                    ">= 0.95): checks the solvability filter, the constant rounding and the sympy equivalence test"),
-              source="plan (solvability check)", metric="claims.oracle_synth_acc.mean", comparison=">=",
-              threshold=0.95, kind="direction", role="sanity", interval=ci("claims.oracle_synth_acc")),
-    ),
-    limitations=(
-        "What the stand-in cannot show: anything about LLMs. No LLM proposes equations here, so the paper's finding "
-        "that LLM-based methods (LLM-SR, LaSR, SGA, LLM-Direct) top out at 31.5% symbolic accuracy is replaced by "
-        "non-LLM searchers on a benchmark of 20 Feynman laws and 8 synthetic problems per seed (not 239). The "
-        "'memorizer' recalls the original forms by construction; whether real LLMs memorize Feynman equations, and "
-        "whether rewrites defeat them, is not measured. Symbolic accuracy is SRBench's sympy criterion after rounding "
-        "constants to 3 decimals, not the paper's GPT-4o judge. The skeleton search samples its edits at random "
-        "where LLM-SR asks an LLM with domain priors, and its skeletons are linear in their parameters. LSR-Synth "
-        "draws four small grammars of our own (the paper's came from LLM-generated candidate terms vetted by "
-        "experts), and its data are noise-free. The HF-hub datasets are unreachable offline, so no real loader."
-    ),
-)
+from tasks.experiment import over_seeds, paper_experiment, run_mapped
 
 
-def _per_seed(rows: pd.DataFrame, category: str, method_name: str, column: str, statistic: str) -> np.ndarray:
-    """One value per seed (seed order): the mean, or the log10 of the floored median, of ``column`` over problems."""
-    group = rows[(rows["category"] == category) & (rows["method"] == method_name)].groupby("seed", sort=True)[column]
-    if statistic == "mean":
-        return group.mean().to_numpy()
-    return np.log10(np.maximum(group.median().to_numpy(), NMSE_FLOOR))
-
-
-def _results(rows: pd.DataFrame) -> dict:
-    """Every (category, method) pair's symbolic accuracy, Acc_0.1 and median NMSE per split, over seeds."""
-    out: dict = {}
-    for (category, name), _ in rows.groupby(["category", "method"], sort=False):
-        acc = lambda column: stats.summarize(_per_seed(rows, category, name, column, "mean"))
-        nmse = lambda split: stats.summarize(_per_seed(rows, category, name, f"nmse_{split}", "log10_median"))
-        out.setdefault(category, {})[name] = {
-            "symbolic_accuracy": acc("symbolic"), "acc_tau_id": acc("acc_tau_id"), "acc_tau_ood": acc("acc_tau_ood"),
-            "log10_median_nmse_id": nmse("id"), "log10_median_nmse_id2": nmse("id2"),
-            "log10_median_nmse_ood": nmse("ood")}
-    return out
-
-
-def _claims(rows: pd.DataFrame) -> dict:
-    """Worst method for the OOD claim, most favourable method for its control; the best method for the hardness claim."""
-    log_median = lambda name, split: _per_seed(rows, "synth", name, f"nmse_{split}", "log10_median")
-    ood = {m: stats.paired_difference(log_median(m, "ood"), log_median(m, "id")) for m in SEARCHING}
-    id2 = {m: stats.paired_difference(log_median(m, "id2"), log_median(m, "id")) for m in SEARCHING}
-    synth = {m: stats.summarize(_per_seed(rows, "synth", m, "symbolic", "mean")) for m in SEARCHING}
-    worst, favourable = min(ood, key=lambda m: ood[m]["ci_low"]), max(id2, key=lambda m: id2[m]["ci_low"])
-    best = max(synth, key=lambda m: synth[m]["mean"])
-    return {
-        "memorizer_transform_acc": stats.summarize(_per_seed(rows, "transform", "memorizer", "symbolic", "mean")),
-        "memorizer_original_acc": stats.summarize(_per_seed(rows, "original", "memorizer", "symbolic", "mean")),
-        "ood_minus_id_worst": {**ood[worst], "method": worst},
-        "ood_minus_id_by_method": {m: d["mean"] for m, d in ood.items()},
-        "id2_minus_id_best": {**id2[favourable], "method": favourable},
-        "id2_minus_id_by_method": {m: d["mean"] for m, d in id2.items()},
-        "best_synth_acc": {**synth[best], "method": best},
-        "synth_acc_by_method": {m: s["mean"] for m, s in synth.items()},
-        "oracle_synth_acc": stats.summarize(_per_seed(rows, "synth", "oracle_skeleton", "symbolic", "mean")),
-    }
-
-
-@paper_flow(PAPER, Params, smoke=SMOKE)
-def llm_srbench_flow(params: Params, ctx: RunContext) -> RunOutput:
+# Seed-separable: the sympy solutions, computed once for all seeds, are deterministic (no draw); each seed draws
+# its own benchmark and runs its own searches.
+@paper_experiment("llm_srbench", Params, smoke=SMOKE, seed_separable=True)
+def llm_srbench_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
+    """Every method on every problem of every seed's benchmark."""
     laws = list(method.LAWS[:params.n_laws])
     solutions = tuple(run_mapped(method.transform_solutions, {"law": laws}))
     benchmarks = over_seeds(method.build_benchmark, ctx.seeds, p=params, solutions=solutions)
@@ -131,81 +31,6 @@ def llm_srbench_flow(params: Params, ctx: RunContext) -> RunOutput:
                                              "problem": [j[2] for j in jobs]}, p=params)
     rows = pd.DataFrame([row for problem_rows in scored for row in problem_rows])
     save_parquet(rows, ctx.data_dir / "scores.parquet")
-    counts = rows[rows["method"] == "mean"].groupby(["seed", "category"]).size().unstack(fill_value=0)
-    metrics = {"claims": _claims(rows), "results": _results(rows),
-               "benchmark": {c: [int(v) for v in counts[c]] for c in counts.columns},
-               "solved_targets": {law.name: [x.name for x, sols in s if sols] for law, s in zip(laws, solutions)}}
-    results = metrics["results"]
-    plot = pd.DataFrame([{"x": f"{c}/{m}", "y": r["symbolic_accuracy"]["mean"], "series": "symbolic accuracy"}
-                         for c, by_method in results.items() for m, r in by_method.items()]
-                        + [{"x": f"{c}/{m}", "y": r["acc_tau_id"]["mean"], "series": "Acc_0.1 (ID)"}
-                           for c, by_method in results.items() for m, r in by_method.items()])
-    return RunOutput(metrics=metrics, tables={"plot": plot, "scores": rows}, figure=_figure(results),
-                     setup=_setup(params, metrics), notes=_notes(rows, metrics))
-
-
-def _figure(results: dict):
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.6))
-    labels = [(c, m) for c, by_method in results.items() for m in by_method]
-    x = np.arange(len(labels))
-    for name, shift in (("symbolic_accuracy", -0.2), ("acc_tau_id", 0.0), ("acc_tau_ood", 0.2)):
-        s = [results[c][m][name] for c, m in labels]
-        mean = np.array([v["mean"] for v in s])
-        err = np.array([[v["mean"] - v["ci_low"], v["ci_high"] - v["mean"]] for v in s]).T
-        left.bar(x + shift, mean, width=0.2, yerr=err, label=name)
-    left.set(xticks=x, ylabel="fraction of problems (mean over seeds)", title="accuracy by category / method")
-    left.set_xticklabels([f"{c}/{m}" for c, m in labels], rotation=45, ha="right", fontsize=7)
-    left.legend(fontsize=8)
-    synth = results["synth"]
-    names = list(synth)
-    x = np.arange(len(names))
-    for split, shift in (("id", -0.2), ("id2", 0.0), ("ood", 0.2)):
-        right.bar(x + shift, [synth[m][f"log10_median_nmse_{split}"]["mean"] for m in names], width=0.2, label=split)
-    right.set(xticks=x, ylabel=f"log10 median NMSE (floored at {NMSE_FLOOR:g})", title="LSR-Synth: ID vs OOD")
-    right.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def _setup(p: Params, m: dict) -> str:
-    b = m["benchmark"]
-    return (
-        f"Per seed: the first {p.n_laws} of 20 typed Feynman laws as original problems ({b.get('original')}), one "
-        f"LSR-Transform rewrite per law whose target has exactly one sympy solution that reproduces the data "
-        f"({b.get('transform')} per seed), and {p.synth_per_domain} LSR-Synth draws in each of 4 domains "
-        f"({b.get('synth')}). Samples: {p.n_train} train, {p.n_test} ID test, {p.n_test} second ID test, {p.n_test} OOD "
-        f"test (Feynman: inputs beyond the top of their range by up to {p.ood_stretch} of its width; ODEs: times after "
-        f"{p.ood_time_fraction} of the horizon, {method.N_TRAJECTORIES} trajectories; materials: T beyond its range). "
-        f"Searchers: gplearn SymbolicRegressor (population {p.gp_population}, {p.gp_generations} generations, "
-        f"parsimony {p.gp_parsimony}); LLM-SR-style skeleton search ({p.search_iterations} skeletons, buffer "
-        f"{p.search_buffer}, at most {p.search_max_terms} terms, explore {p.search_explore}); the memorizer of the 20 "
-        f"original laws; the training mean; on LSR-Synth the oracle skeleton. Symbolic accuracy: SRBench's criterion "
-        f"after rounding constants to {p.round_decimals} decimals; Acc_{p.tolerance:g}: max relative error; NMSE as "
-        f"the official code. {p.seeds} seeds; intervals are 95% bootstraps over seeds. Setup decisions made before "
-        f"the first run: NMSE floored at {NMSE_FLOOR:g} in the OOD comparison; gplearn sized for the time budget."
-    )
-
-
-def _notes(rows: pd.DataFrame, m: dict) -> str:
-    c = m["claims"]
-    transform = rows[(rows["category"] == "transform") & (rows["method"] == "memorizer") & (rows["symbolic"] == 1)]
-    solved = sorted(set(transform["problem"]))
-    lines = [
-        f"Memorizer: symbolic accuracy {c['memorizer_original_acc']['mean']:.2f} on the original laws, "
-        f"{c['memorizer_transform_acc']['mean']:.2f} on their rewrites (a sanity check, not counted: it tries only "
-        f"the original forms, so a rewrite defeats it by construction). Rewrites it still solves (their form is "
-        f"another law's, or the same law's with the inputs permuted): {', '.join(solved) or 'none'}.",
-        f"LSR-Synth symbolic accuracy by method: "
-        + ", ".join(f"{k} {v:.2f}" for k, v in c["synth_acc_by_method"].items())
-        + f"; oracle skeleton {c['oracle_synth_acc']['mean']:.2f}.",
-        "LSR-Transform symbolic accuracy by method: "
-        + ", ".join(f"{k} {v['symbolic_accuracy']['mean']:.2f}" for k, v in m["results"]["transform"].items())
-        + " (the skeleton search's terms are products of at most two factors, so most rewritten laws, ratios of three "
-        "or more quantities or roots of sums, lie outside its library).",
-        "LSR-Synth log10 median NMSE, OOD minus ID: " + ", ".join(f"{k} {v:+.2f}" for k, v in c["ood_minus_id_by_method"].items())
-        + "; second ID minus ID: " + ", ".join(f"{k} {v:+.2f}" for k, v in c["id2_minus_id_by_method"].items()) + ".",
-        "The mean predictor is the NMSE yardstick (about 1 on ID); it is not a control of the OOD claim, because a "
-        "constant fitted on ID data is worse on shifted OOD data by construction.",
-    ]
-    return "\n\n".join(lines)
+    solved = pd.DataFrame([{"seed": seed, "law": law.name, "targets": [x.name for x, sols in s if sols]}
+                           for seed in ctx.seeds for law, s in zip(laws, solutions)])
+    return {"scores": rows, "solved_targets": solved}
