@@ -10,7 +10,7 @@ import pytest
 from conftest import params_for
 from sklearn.neighbors import NearestNeighbors
 
-from flows.lmm_rank_unsup import flow, method
+from flows.lmm_rank_unsup import evaluate, method
 from tasks.train import torch_single_thread
 
 
@@ -115,9 +115,12 @@ def test_members_share_one_interface_and_learn():
     assert min(accuracy.values()) > 0.15 and max(accuracy.values()) > 0.9, accuracy  # chance is 0.1
 
 
-def _runs(rho_by_ranker, seeds=3):
-    return [{"seed": i, "rho": {r: dict(v) for r, v in rho_by_ranker.items()},
-             "models": [{"target": "clean", "accuracy": a} for a in (0.5, 0.9)]} for i in range(seeds)]
+def _records(rho_by_ranker, seeds=3):
+    """The rankings and model_scores records of ``seeds`` seeds that all measured ``rho_by_ranker``."""
+    rankings = pd.DataFrame([{"seed": i, "ranker": r, "target": t, "rho": rho, "tau": 0.0}
+                             for i in range(seeds) for r, by_target in rho_by_ranker.items() for t, rho in by_target.items()])
+    models = pd.DataFrame([{"seed": i, "target": "clean", "accuracy": a} for i in range(seeds) for a in (0.5, 0.9)])
+    return rankings, models
 
 
 def test_claim_metrics_on_a_hand_made_rho_table():
@@ -126,7 +129,7 @@ def test_claim_metrics_on_a_hand_made_rho_table():
              "entropy": {"clean": 0.1, "blur": 0.9, "invert": 0.5}, "margin": {"clean": 0.0, "blur": 0.0, "invert": 0.6},
              "self_consistency": {"clean": 0.0, "blur": 0.0, "invert": 0.0}, "tta_agreement": {"clean": 0.0, "blur": 0.0, "invert": 0.0},
              "proxy_accuracy": {"clean": 1.0, "blur": 0.4, "invert": 0.2}, "nll_permuted": {"clean": 0.0, "blur": 0.3, "invert": -0.3}}
-    c = flow._claims(_runs(table), p)
+    c = evaluate._claims(*_records(table), p)
     assert c["nll_mean_rho"]["mean"] == pytest.approx(0.7)
     assert c["nll_minus_proxy_shifted"]["mean"] == pytest.approx((0.7 + 0.5) / 2 - (0.4 + 0.2) / 2)
     assert c["nll_minus_proxy_by_target"] == pytest.approx({"blur": 0.3, "invert": 0.3})
@@ -152,7 +155,7 @@ def test_within_family_diagnostic_sees_a_ranking_that_the_pooled_zoo_hides():
     rows = [{"seed": 0, "target": "clean", "model": f"{f}{i}", "family": f, "accuracy": base + 0.01 * i,
              **{s: score + 0.01 * i for s in (*method.SIGNALS, method.BASELINE)}}
             for f, base, score in (("knn", 0.9, 0.1), ("logreg", 0.5, 0.9)) for i in range(3)]
-    out = flow._within_subsets(pd.DataFrame(rows), p)
+    out = evaluate._within_subsets(pd.DataFrame(rows), p)
     assert set(out) == {"knn", "logreg"}  # no mlp or cnn member: no cross-entropy subset
     assert out["knn"]["nll"] == 1.0 and out["logreg"]["max_softmax"] == 1.0
     assert out["knn"]["clean_accuracy"] == pytest.approx(0.91) and out["knn"]["clean_max_softmax"] == pytest.approx(0.11)
