@@ -33,6 +33,16 @@ def fmt(value: float | None) -> str:
     return f"{value:.3e}"
 
 
+ESTIMATE_KEYS = ("mean", "ratio", "slope", "median")
+
+
+def fmt_estimate(estimate: dict[str, Any], key: str | None = None) -> str:
+    """An estimate of :mod:`tasks.stats` as ``value [low, high]``; ``key`` names the point estimate (default: the
+    first of mean, ratio, slope, median that it has)."""
+    key = key or next(k for k in ESTIMATE_KEYS if k in estimate)
+    return f"{fmt(estimate[key])} [{fmt(estimate['ci_low'])}, {fmt(estimate['ci_high'])}]"
+
+
 def observed_text(result: ClaimResult) -> str:
     if result.ci_low is None:
         return fmt(result.observed)

@@ -102,3 +102,11 @@ def test_check_claims_names_a_path_the_records_cannot_produce(monkeypatch):
     monkeypatch.setattr(declared, "PAPER", declared.PAPER.model_copy(update={"claims": (typo, *declared.PAPER.claims[1:])}))
     assert claim_problems("waitless_olp") == ["waitless_olp: KeyError: \"metric 'regret.ratio_Tmx.ratio' not found "
                                               "(missing 'ratio_Tmx')\""]
+
+
+def test_an_estimate_reads_as_value_and_interval_whatever_its_point_is_called():
+    from tasks.report import fmt_estimate
+
+    assert fmt_estimate({"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}) == "0.5 [0.25, 0.75]"
+    assert fmt_estimate({"ratio": 2.0, "ci_low": 1.5, "ci_high": 3.0}) == "2 [1.5, 3]"
+    assert fmt_estimate({"mean": 1.0, "slope": -0.5, "ci_low": -1.0, "ci_high": 0.0}, "slope") == "-0.5 [-1, 0]"

@@ -13,7 +13,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
-from tasks.report import fmt
+from tasks.report import fmt_estimate
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
@@ -131,32 +131,27 @@ def _setup(p: Params, c, m: dict) -> str:
     )
 
 
-def _fmt(s: dict, key: str = "mean") -> str:
-    """An estimate with its interval: ``value [low, high]``."""
-    return f"{fmt(s[key])} [{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]"
-
-
 def _measured(p: Params, m: dict, per_seed: pd.DataFrame) -> str:
     """The measured numbers behind the claims, for the notes (how to read them is in NOTES.md)."""
     a, d, fl = m["accuracy"], m["diff"], m["flops"]
     chosen = ", ".join(f"seed {r.seed}: k={r.k}, j={r.j}, f={r.f}" for r in per_seed.itertuples())
     examples = "; ".join(f"{mm} tokens: '{per_seed[f'nl_m{mm}_example'].iloc[0]}'" for mm in p.message_lengths)
-    nl = ", ".join(f"{mm}-token cap {_fmt(a['nl'][f'm{mm}'])} (message names the country in "
+    nl = ", ".join(f"{mm}-token cap {fmt_estimate(a['nl'][f'm{mm}'])} (message names the country in "
                    f"{m['nl_messages'][f'm{mm}']['names_country']:.0%})" for mm in p.message_lengths)
     return (
-        f"**Measured. Accuracy (test, mean over seeds [95% CI]).** B alone {_fmt(a['b_alone'])}; AC {_fmt(a['ac'])}; AC with a "
-        f"mismatched A {_fmt(a['mismatched'])}; full information {_fmt(a['full_info'])}; NL: {nl}. AC per f (each at "
-        "its best (k, j) on validation): " + ", ".join(f"{f} {_fmt(s)}" for f, s in a["ac_per_f"].items())
+        f"**Measured. Accuracy (test, mean over seeds [95% CI]).** B alone {fmt_estimate(a['b_alone'])}; AC {fmt_estimate(a['ac'])}; AC with a "
+        f"mismatched A {fmt_estimate(a['mismatched'])}; full information {fmt_estimate(a['full_info'])}; NL: {nl}. AC per f (each at "
+        "its best (k, j) on validation): " + ", ".join(f"{f} {fmt_estimate(s)}" for f, s in a["ac_per_f"].items())
         + f". Chosen on validation: {chosen}.\n\n"
-        f"**Differences.** AC - B alone {_fmt(d['ac_minus_b_alone'])} (control, mismatched - B alone "
-        f"{_fmt(d['mismatched_minus_b_alone'])}); AC - NL: "
-        + ", ".join(f"{mm}-token cap {_fmt(d['ac_minus_nl'][f'm{mm}'])}" for mm in p.message_lengths)
+        f"**Differences.** AC - B alone {fmt_estimate(d['ac_minus_b_alone'])} (control, mismatched - B alone "
+        f"{fmt_estimate(d['mismatched_minus_b_alone'])}); AC - NL: "
+        + ", ".join(f"{mm}-token cap {fmt_estimate(d['ac_minus_nl'][f'm{mm}'])}" for mm in p.message_lengths)
         + f". A's first test message (seed {per_seed['seed'].iloc[0]}) at each cap: {examples}.\n\n"
         f"**FLOPs per episode.** AC {fl['per_episode']['ac'] / 1e6:.2f} M, B alone {fl['per_episode']['b_alone'] / 1e6:.2f} M, "
         f"full information {fl['per_episode']['full_info'] / 1e6:.2f} M, NL "
         + ", ".join(f"{mm}-token cap {fl['per_episode'][f'nl_m{mm}'] / 1e6:.2f} M" for mm in p.message_lengths)
-        + f". AC / NL (8-token cap) = {_fmt(fl['ac_over_nl'], 'ratio')}, AC / NL (16) = "
-        f"{_fmt(fl['ac_over_nl_long'], 'ratio')}; full information / NL = {_fmt(fl['full_info_over_nl'], 'ratio')}. "
+        + f". AC / NL (8-token cap) = {fmt_estimate(fl['ac_over_nl'], 'ratio')}, AC / NL (16) = "
+        f"{fmt_estimate(fl['ac_over_nl_long'], 'ratio')}; full information / NL = {fmt_estimate(fl['full_info_over_nl'], 'ratio')}. "
         + f"NL (8-token cap) costs {1 / fl['ac_over_nl']['ratio']:.1f}x AC here. Measured wall time on the whole test "
         f"batch: AC {m['timings']['ac_wall_s_test_batch']:.3f} s, NL (8-token cap) {m['timings']['nl_wall_s_test_batch']:.3f} s "
         "(shared machine; reported, not claimed)."

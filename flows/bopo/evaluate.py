@@ -13,6 +13,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
+from tasks.report import fmt_estimate
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
@@ -57,10 +58,6 @@ def _metrics(rows: pd.DataFrame, params: Params, hk_diff: float, optimum: np.nda
     return out
 
 
-def _fmt(v: dict, key: str = "ratio") -> str:
-    return f"{v[key]:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
-
-
 def _measured(params: Params, m: dict) -> str:
     """The measured numbers behind the claims, for the notes (how to read them is in NOTES.md)."""
     gg, gs = m["gap_greedy"], m["gap_sample"]
@@ -72,12 +69,12 @@ def _measured(params: Params, m: dict) -> str:
     return (
         f"**Measured** (mean over {params.seeds} seeds, 95% bootstrap interval over seeds). Greedy-decoding gap: {greedy}. "
         f"Best-of-{params.eval_samples} sampling gap: {sample}. Gap ratios (greedy): BOPO / REINFORCE "
-        f"{_fmt(r['bopo_over_reinforce'])}, BOPO / SLIM {_fmt(r['bopo_over_slim'])}; best-of-N: BOPO / REINFORCE "
-        f"{_fmt(r['bopo_over_reinforce_sample'])}, BOPO / SLIM {_fmt(r['bopo_over_slim_sample'])}. Negative controls "
-        f"(greedy): untrained / REINFORCE {_fmt(c['untrained_over_reinforce'])}, untrained / SLIM "
-        f"{_fmt(c['untrained_over_slim'])}. Ablations (claims; greedy gated, best-of-N reported): "
+        f"{fmt_estimate(r['bopo_over_reinforce'])}, BOPO / SLIM {fmt_estimate(r['bopo_over_slim'])}; best-of-N: BOPO / REINFORCE "
+        f"{fmt_estimate(r['bopo_over_reinforce_sample'])}, BOPO / SLIM {fmt_estimate(r['bopo_over_slim_sample'])}. Negative controls "
+        f"(greedy): untrained / REINFORCE {fmt_estimate(c['untrained_over_reinforce'])}, untrained / SLIM "
+        f"{fmt_estimate(c['untrained_over_slim'])}. Ablations (claims; greedy gated, best-of-N reported): "
         + "; ".join(f"gap(BOPO) / gap({LABEL[k.removeprefix('bopo_over_').removesuffix('_sample')]})"
-                    f"{' (best-of-N)' if k.endswith('_sample') else ' (greedy)'} = {_fmt(v)}" for k, v in a.items())
+                    f"{' (best-of-N)' if k.endswith('_sample') else ' (greedy)'} = {fmt_estimate(v)}" for k, v in a.items())
         + f". Mean optimal tour length of the test set {m['mean_optimal_length']:.4f}."
     )
 

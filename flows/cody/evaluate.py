@@ -13,6 +13,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
+from tasks.report import fmt_estimate
 
 CODY = tuple(f"cody_{p}" for p in method.POLICIES)
 INFORMED = ("cody_spatiotemporal", "cody_event_impact")
@@ -107,10 +108,6 @@ def _figure(plot: pd.DataFrame, metrics: dict):
     return fig
 
 
-def _interval(x: dict, key: str = "mean") -> str:
-    return f"{x[key]:.3f} [{x['ci_low']:.3f}, {x['ci_high']:.3f}]"
-
-
 def _setup(p: Params, metrics: dict) -> str:
     mod = metrics["model"]
     return (
@@ -123,8 +120,8 @@ def _setup(p: Params, metrics: dict) -> str:
         f"**TGNN.** TGAT-lite (`tasks.gnn.TemporalAttention`): the user and the item each attend over their last "
         f"k = {p.neighbours} events (other endpoint's features, cos time encoding of the age, dim {p.time_dim}); link "
         f"logit = MLP([z_u, z_i, z_u * z_i]), hidden {p.hidden}; Adam lr {p.lr}, {p.epochs} epochs on the first "
-        f"{p.train_fraction:.0%} of events with one uniform negative item each. Test AUC {_interval(mod['test_auc'])}, "
-        f"accuracy {_interval(mod['test_accuracy'])} (seeds). k = {p.neighbours} instead of the plan's 20: fixed on the "
+        f"{p.train_fraction:.0%} of events with one uniform negative item each. Test AUC {fmt_estimate(mod['test_auc'])}, "
+        f"accuracy {fmt_estimate(mod['test_accuracy'])} (seeds). k = {p.neighbours} instead of the plan's 20: fixed on the "
         "model's test AUC alone (0.72 at k = 20, 0.78 at k = 10, one seed), before any explainer was run at this k.\n\n"
         f"**Explained events.** Per seed {p.n_correct} true events after the training range that the model predicts "
         f"(logit > 0) and {p.n_wrong} it misses (logit < 0). Candidates: the official fixed-size 1-hop temporal "
@@ -153,7 +150,7 @@ def _setup(p: Params, metrics: dict) -> str:
 def _reading(metrics: dict) -> str:
     """The measured numbers behind the claims, for the notes (their reading is in NOTES.md)."""
     au, r = metrics["aufsc"], metrics["ratio"]
-    lines = "; ".join(f"{LABEL[m]} {_interval(au['all'][m])} (correct {au['correct'][m]['mean']:.3f}, wrong "
+    lines = "; ".join(f"{LABEL[m]} {fmt_estimate(au['all'][m])} (correct {au['correct'][m]['mean']:.3f}, wrong "
                       f"{au['wrong'][m]['mean']:.3f}; fid+ {metrics['fidelity'][m]:.2f}; calls {metrics['calls']['mean'][m]:.1f})"
                       for m in method.EXPLAINERS)
     size = ", ".join(f"{LABEL[m]} {v:.1f}" for m, v in metrics["size_of_counterfactuals"].items() if v is not None)
@@ -163,11 +160,11 @@ def _reading(metrics: dict) -> str:
     return (
         f"**Results (AUFSC+, mean over seeds [95% CI]).** {lines}.\n\n"
         f"Best CoDy policy: {LABEL[b['cody']]}; best baseline: {LABEL[b['baseline']]}. CoDy / baseline "
-        f"{_interval(r['cody_over_baseline'], 'ratio')} (on correct predictions only "
+        f"{fmt_estimate(r['cody_over_baseline'], 'ratio')} (on correct predictions only "
         f"{metrics['ratio_correct_only']['cody_over_baseline']['ratio']:.3f}). "
-        f"Control, CoDy-random / baseline: {_interval(r['cody_random_over_baseline'], 'ratio')}. "
-        f"{LABEL[b['informed']]} / CoDy-random: {_interval(r['informed_over_random'], 'ratio')}; placebo CoDy-random "
-        f"(2nd stream) / CoDy-random: {_interval(r['random_b_over_random'], 'ratio')}.\n\n"
+        f"Control, CoDy-random / baseline: {fmt_estimate(r['cody_random_over_baseline'], 'ratio')}. "
+        f"{LABEL[b['informed']]} / CoDy-random: {fmt_estimate(r['informed_over_random'], 'ratio')}; placebo CoDy-random "
+        f"(2nd stream) / CoDy-random: {fmt_estimate(r['random_b_over_random'], 'ratio')}.\n\n"
         f"Mean size of the counterfactuals found: {size}. Share of the counterfactuals found that contain the planted "
         f"causing event: {cause}. fid+ at sparsity 0.1: "
         + ", ".join(f"{LABEL[m]} {v:.2f}" for m, v in metrics["fidelity_at_sparsity_0p1"].items()) + ". "

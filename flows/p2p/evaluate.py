@@ -12,6 +12,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
+from tasks.report import fmt_estimate
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
@@ -70,11 +71,6 @@ def _figure(rows: pd.DataFrame, p: Params) -> tuple[plt.Figure, pd.DataFrame]:
     return fig, pd.DataFrame(plot)
 
 
-def _interval(s: dict, key: str = "mean") -> str:
-    return f"{s[key]:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]"
-
-
-
 def _setup(params: Params, metrics: dict) -> str:
     data_stats = {k: v["mean"] for k, v in metrics["data"].items()}
     return (
@@ -105,19 +101,19 @@ def _reading(params: Params, metrics: dict) -> str:
     data_stats = {k: v["mean"] for k, v in metrics["data"].items()}
     return (
         f"**Results (means over seeds, 95% CI).** Localization precision at r = {params.r_eval}: P2P "
-        f"{_interval(m['loc']['p2p'])}, pixel-level {_interval(m['loc']['pixel'])}, saliency {_interval(m['loc']['saliency'])}, "
-        f"global mask {_interval(m['loc']['global'])}, random superpixels {_interval(m['loc']['random_sp'])} (digit area "
-        f"{data_stats['digit_fraction']:.3f} = chance). Accuracy at r = {params.r_eval}: P2P {_interval(m['acc']['p2p'])}, "
-        f"pixel-level {_interval(m['acc']['pixel'])}, global mask {_interval(m['acc']['global'])}, random superpixels "
-        f"{_interval(m['acc']['random_sp'])}; black box on full images {_interval(m['acc']['blackbox'])}.\n\n"
-        f"**Dynamic sparsity.** P2P's confidence rule keeps {_interval(m['dyn']['kept_dynamic'])} of the pixels at accuracy "
-        f"{_interval(m['acc']['dynamic'])}; the same model at one global fraction needs {_interval(m['dyn']['kept_fixed_matched'])} "
-        f"for exactly that accuracy; ratio {_interval(m['dyn']['kept_ratio'], 'ratio')}. Permuted budgets "
-        f"(control): accuracy {_interval(m['acc']['permuted'])}, ratio {_interval(m['dyn']['permuted_kept_ratio'], 'ratio')}. "
-        f"Precision of the dynamic masks {_interval(m['loc']['p2p_dynamic'])}.\n\n"
+        f"{fmt_estimate(m['loc']['p2p'])}, pixel-level {fmt_estimate(m['loc']['pixel'])}, saliency {fmt_estimate(m['loc']['saliency'])}, "
+        f"global mask {fmt_estimate(m['loc']['global'])}, random superpixels {fmt_estimate(m['loc']['random_sp'])} (digit area "
+        f"{data_stats['digit_fraction']:.3f} = chance). Accuracy at r = {params.r_eval}: P2P {fmt_estimate(m['acc']['p2p'])}, "
+        f"pixel-level {fmt_estimate(m['acc']['pixel'])}, global mask {fmt_estimate(m['acc']['global'])}, random superpixels "
+        f"{fmt_estimate(m['acc']['random_sp'])}; black box on full images {fmt_estimate(m['acc']['blackbox'])}.\n\n"
+        f"**Dynamic sparsity.** P2P's confidence rule keeps {fmt_estimate(m['dyn']['kept_dynamic'])} of the pixels at accuracy "
+        f"{fmt_estimate(m['acc']['dynamic'])}; the same model at one global fraction needs {fmt_estimate(m['dyn']['kept_fixed_matched'])} "
+        f"for exactly that accuracy; ratio {fmt_estimate(m['dyn']['kept_ratio'], 'ratio')}. Permuted budgets "
+        f"(control): accuracy {fmt_estimate(m['acc']['permuted'])}, ratio {fmt_estimate(m['dyn']['permuted_kept_ratio'], 'ratio')}. "
+        f"Precision of the dynamic masks {fmt_estimate(m['loc']['p2p_dynamic'])}.\n\n"
         f"**Confounded variant** (square area {m['conf']['spur_area_fraction']:.3f} of the canvas): share of kept pixels "
-        f"on the square: P2P {_interval(m['conf']['spur_p2p'])}, saliency {_interval(m['conf']['spur_saliency'])}, global mask "
-        f"{_interval(m['conf']['spur_global'])}; on the digit: P2P {_interval(m['conf']['prec_p2p'])}, saliency "
-        f"{_interval(m['conf']['prec_saliency'])}; decorrelated-test accuracy: P2P {_interval(m['conf']['acc_p2p'])}, black box "
-        f"{_interval(m['conf']['acc_blackbox'])}, global {_interval(m['conf']['acc_global'])}."
+        f"on the square: P2P {fmt_estimate(m['conf']['spur_p2p'])}, saliency {fmt_estimate(m['conf']['spur_saliency'])}, global mask "
+        f"{fmt_estimate(m['conf']['spur_global'])}; on the digit: P2P {fmt_estimate(m['conf']['prec_p2p'])}, saliency "
+        f"{fmt_estimate(m['conf']['prec_saliency'])}; decorrelated-test accuracy: P2P {fmt_estimate(m['conf']['acc_p2p'])}, black box "
+        f"{fmt_estimate(m['conf']['acc_blackbox'])}, global {fmt_estimate(m['conf']['acc_global'])}."
     )

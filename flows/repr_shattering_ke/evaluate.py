@@ -14,7 +14,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
-from tasks.report import fmt
+from tasks.report import fmt_estimate
 
 
 def _seed_means(frame: pd.DataFrame, column: str) -> np.ndarray:
@@ -105,7 +105,7 @@ def _setup(p: Params, m: dict) -> str:
         f"Unedited: training-fact recall {mod['train_recall']['mean']:.3f}, held-out fact accuracy "
         f"{mod['heldout_accuracy']['mean']:.3f}, 2-hop composition {mod['composition_accuracy']['mean']:.3f}; ring "
         "geometry of the entity representations (Spearman of representation distance with ring distance over entity "
-        "pairs): " + ", ".join(f"cycle {c}: {_fmt(mod[f'ring_geometry_cycle{c}'])}" for c in range(p.n_cycles)) + ".\n\n"
+        "pairs): " + ", ".join(f"cycle {c}: {fmt_estimate(mod[f'ring_geometry_cycle{c}'])}" for c in range(p.n_cycles)) + ".\n\n"
         f"**Edits.** Per model, {p.edits_per_distance} distinct training facts (x, r) per ring distance d in "
         f"{[0, *p.edit_distances]} re-mapped to the entity at distance d from the old object on r's cycle (d = 0: the "
         f"same object). ROME on block {p.edit_layer + 1}'s MLP output matrix (4 x {p.d_model} -> {p.d_model}), edit "
@@ -122,33 +122,29 @@ def _setup(p: Params, m: dict) -> str:
     )
 
 
-def _fmt(s: dict) -> str:
-    return f"{fmt(s['mean'])} [{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]"
-
-
 def _measured(m: dict) -> str:
     """The measured numbers behind the claims, for the notes (interpretation is in NOTES.md)."""
     sh, co, bd = m["shatter"], m["control"], m["by_distance"]
     table = "\n".join(
-        f"| {d} | {_fmt(v['R_rome'])} | {v['R_random']['mean']:.3f} | {v['recall_drop_rome']['mean']:.4f} | "
+        f"| {d} | {fmt_estimate(v['R_rome'])} | {v['R_random']['mean']:.3f} | {v['recall_drop_rome']['mean']:.4f} | "
         f"{v['composition_drop_rome']['mean']:.4f} | {v['inference_drop_rome']['mean']:.4f} | {v['success']['mean']:.2f} | "
         f"{v['delta_norm']['mean']:.2f} |" for d, v in bd.items())
     return (
         "**Per distance** (mean over models; R with its 95% interval):\n\n"
         "| d | R (ROME) | R (random rank-one, same norm) | recall drop | composition drop | held-out drop | success | |delta| |\n"
         "|---|---|---|---|---|---|---|---|\n" + table + "\n\n"
-        f"**Claim statistics** (per model, then mean [95% CI] over models). Spearman(d, R) {_fmt(sh['spearman_d_R'])} "
-        f"(other-cycle distance control {_fmt(co['spearman_dother_R'])}); r^2 of mean R on d {_fmt(sh['r2_d_R'])} "
-        f"(permuted d {_fmt(co['r2_permuted_d'])}); Spearman(R, recall drop) {_fmt(sh['spearman_R_recall_drop'])} "
-        f"(permuted pairing {_fmt(co['spearman_R_recall_drop_permuted'])}); far - near recall drop "
-        f"{_fmt(sh['far_minus_near_recall_drop'])} (permuted {_fmt(co['far_minus_near_recall_permuted'])}); far - near "
-        f"composition drop {_fmt(sh['far_minus_near_composition_drop'])} (permuted "
-        f"{_fmt(co['far_minus_near_composition_permuted'])}); mean recall drop of counterfactual edits "
-        f"{_fmt(sh['recall_drop_counterfactual'])} (same-object edits {_fmt(co['recall_drop_same_object'])}).\n\n"
+        f"**Claim statistics** (per model, then mean [95% CI] over models). Spearman(d, R) {fmt_estimate(sh['spearman_d_R'])} "
+        f"(other-cycle distance control {fmt_estimate(co['spearman_dother_R'])}); r^2 of mean R on d {fmt_estimate(sh['r2_d_R'])} "
+        f"(permuted d {fmt_estimate(co['r2_permuted_d'])}); Spearman(R, recall drop) {fmt_estimate(sh['spearman_R_recall_drop'])} "
+        f"(permuted pairing {fmt_estimate(co['spearman_R_recall_drop_permuted'])}); far - near recall drop "
+        f"{fmt_estimate(sh['far_minus_near_recall_drop'])} (permuted {fmt_estimate(co['far_minus_near_recall_permuted'])}); far - near "
+        f"composition drop {fmt_estimate(sh['far_minus_near_composition_drop'])} (permuted "
+        f"{fmt_estimate(co['far_minus_near_composition_permuted'])}); mean recall drop of counterfactual edits "
+        f"{fmt_estimate(sh['recall_drop_counterfactual'])} (same-object edits {fmt_estimate(co['recall_drop_same_object'])}).\n\n"
         f"**Diagnostics** (no claim). R of the random rank-one update of equal norm, Spearman with d "
-        f"{_fmt(sh['spearman_d_R_random'])}; R(ROME) / R(random) {m['diagnostic']['R_rome_over_random']['ratio']:.3f}; "
-        f"recall drop of the random update {_fmt(m['diagnostic']['recall_drop_random'])}. Spearman(d, R restricted "
-        f"to the other entities) {_fmt(sh['spearman_d_R_others'])}. Edit success {_fmt(m['edit']['success_rate'])}; "
+        f"{fmt_estimate(sh['spearman_d_R_random'])}; R(ROME) / R(random) {m['diagnostic']['R_rome_over_random']['ratio']:.3f}; "
+        f"recall drop of the random update {fmt_estimate(m['diagnostic']['recall_drop_random'])}. Spearman(d, R restricted "
+        f"to the other entities) {fmt_estimate(sh['spearman_d_R_others'])}. Edit success {fmt_estimate(m['edit']['success_rate'])}; "
         f"mean v* steps {m['edit']['v_steps_mean']:.1f}; max |W' k* - v*| {m['edit']['exactness_max_abs']:.1e}. "
         f"Same-object edits (d = 0): mean v* steps {m['edit']['v_steps_same_object']:.1f}."
     )

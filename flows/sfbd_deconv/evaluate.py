@@ -12,7 +12,7 @@ from flows.sfbd_deconv.params import Params
 from tasks import estimates as est
 from tasks.contract import RunOutput
 from tasks.records import Records
-from tasks.report import fmt
+from tasks.report import fmt_estimate
 
 LABEL = {"toy": "2-D density (sliced W2 to held-out clean data)", "digits": "8x8 digits (digits-FID)"}
 
@@ -169,11 +169,6 @@ def _setup(p: Params) -> str:
     )
 
 
-def _fmt(s: dict) -> str:
-    """A paired difference with its interval."""
-    return f"{fmt(s['mean'])} [{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]"
-
-
 def _measured(p: Params, m: dict) -> str:
     """The measured numbers behind the claims, for the notes (interpretation is in NOTES.md)."""
     lines = []
@@ -184,14 +179,14 @@ def _measured(p: Params, m: dict) -> str:
         mse = k["denoised_mse"].get("sfbd_low", {})
         lines.append(
             f"- **{LABEL[kind]}**: final {pm} by method: {table}; floor (clean train vs test) "
-            f"{k['reference'][pm]['mean']:.4g}. SFBD(low) minus clean-only(low) {_fmt(k['diff']['sfbd_low_minus_clean_only_low'])}; "
-            f"minus oracle {_fmt(k['diff']['sfbd_low_minus_oracle'])}. Per-coordinate MSE of the denoised sets to "
+            f"{k['reference'][pm]['mean']:.4g}. SFBD(low) minus clean-only(low) {fmt_estimate(k['diff']['sfbd_low_minus_clean_only_low'])}; "
+            f"minus oracle {fmt_estimate(k['diff']['sfbd_low_minus_oracle'])}. Per-coordinate MSE of the denoised sets to "
             f"the true clean points (SFBD low, by round): "
             + ", ".join(f"{r} {v:.4f}" for r, v in mse.items())
             + f" (noisy data: {k['noisy_mse']:.4f}). Control (denoising ablated: the low-fraction pretrained model "
             f"fine-tuned for the same {p.rounds} rounds on the raw noisy rows): minus clean-only(low) "
-            f"{_fmt(k['diff']['noisy_finetune_low_minus_clean_only_low'])}, minus noisy-only naive "
-            f"{_fmt(k['diff']['noisy_finetune_low_minus_noisy_naive'])}, round {p.rounds} minus round 1 "
-            f"{_fmt(k['diff']['noisy_finetune_low_last_minus_first_round'])}, minus SFBD(low) "
-            f"{_fmt(k['diff']['noisy_finetune_low_minus_sfbd_low'])} (negative: skipping the denoising did better).")
+            f"{fmt_estimate(k['diff']['noisy_finetune_low_minus_clean_only_low'])}, minus noisy-only naive "
+            f"{fmt_estimate(k['diff']['noisy_finetune_low_minus_noisy_naive'])}, round {p.rounds} minus round 1 "
+            f"{fmt_estimate(k['diff']['noisy_finetune_low_last_minus_first_round'])}, minus SFBD(low) "
+            f"{fmt_estimate(k['diff']['noisy_finetune_low_minus_sfbd_low'])} (negative: skipping the denoising did better).")
     return "**Measured.**\n" + "\n".join(lines)

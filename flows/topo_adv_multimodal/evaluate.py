@@ -13,7 +13,7 @@ from tasks import estimates as est
 from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
-from tasks.report import fmt
+from tasks.report import fmt_estimate
 
 LABEL = {"fgsm": "FGSM", "pgd": "PGD untargeted", "pgd_targeted": "PGD targeted", "noise": "random sign noise",
          "plain": "MMD on embeddings", "tp": "MMD on [embedding, dL_TP/dx]", "mk": "MMD on [embedding, dL_MK/dx]",
@@ -148,11 +148,6 @@ def _setup(p: Params) -> str:
     )
 
 
-def _fmt(d: dict, key: str = "mean") -> str:
-    """An estimate with its interval: ``value [low, high]``."""
-    return f"{fmt(d[key])} [{fmt(d['ci_low'])}, {fmt(d['ci_high'])}]"
-
-
 def _measured(p: Params, m: dict) -> str:
     """The measured numbers behind the claims, for the notes (how to read them is in NOTES.md)."""
     acc = m["accuracy"]
@@ -160,10 +155,10 @@ def _measured(p: Params, m: dict) -> str:
     det = m["detection"]
     lines = []
     for loss, name in (("tp", f"L_TP^{p.tp_alpha:g}"), ("mk", f"L_MK^{p.mk_sigma:g}")):
-        per = "; ".join(f"{LABEL[k]} {mono[loss][k]['sign']:+.0f} x {_fmt(mono[loss][k], 'median')} "
+        per = "; ".join(f"{LABEL[k]} {mono[loss][k]['sign']:+.0f} x {fmt_estimate(mono[loss][k], 'median')} "
                         f"(per seed {', '.join(f'{v:+.2f}' for v in mono[loss][k]['per_seed_spearman'])})"
                         for k in method.PERTURBATIONS)
-        lines.append(f"- {name}: second-best attack {_fmt(mono[loss]['second_best'], 'value')}; sign x median "
+        lines.append(f"- {name}: second-best attack {fmt_estimate(mono[loss]['second_best'], 'value')}; sign x median "
                      f"|Spearman| per perturbation: {per}.")
     other = ", ".join(f"{loss}: second best {mono[loss]['second_best']['value']:.2f}, noise {mono[loss]['noise']['median']:.2f}"
                       for loss in mono if loss not in ("tp", "mk"))
@@ -174,12 +169,12 @@ def _measured(p: Params, m: dict) -> str:
         f"{sides['clean'][1]:.2f}; at rho = {max(p.rhos):g}: "
         + ", ".join(f"{LABEL[k]} H0 {sides[k][0]:.2f}, H1 {sides[k][1]:.2f}" for k in method.PERTURBATIONS)
         + ".\n\n")
-    powers = "; ".join(f"{LABEL[t]}: power {_fmt(det['power'][t])}, FPR {_fmt(det['fpr'][t])}" for t in method.DETECTORS)
-    gains = "; ".join(f"{t}: {_fmt(det['gain'][t])} (paired t-test p = {det['gain'][t]['p_value']:.3g})"
+    powers = "; ".join(f"{LABEL[t]}: power {fmt_estimate(det['power'][t])}, FPR {fmt_estimate(det['fpr'][t])}" for t in method.DETECTORS)
+    gains = "; ".join(f"{t}: {fmt_estimate(det['gain'][t])} (paired t-test p = {det['gain'][t]['p_value']:.3g})"
                       for t in ("tp", "mk", "spread"))
     return (
-        f"**Measured. Encoder and attacks.** Zero-shot accuracy on the held-out pool: clean {_fmt(acc['clean'])}; "
-        + ", ".join(f"{LABEL[k]} {_fmt(acc[k])}" for k in method.PERTURBATIONS)
+        f"**Measured. Encoder and attacks.** Zero-shot accuracy on the held-out pool: clean {fmt_estimate(acc['clean'])}; "
+        + ", ".join(f"{LABEL[k]} {fmt_estimate(acc[k])}" for k in method.PERTURBATIONS)
         + f" (mean over seeds, 95% CI). Learnt logit scale {m['logit_scale']:.1f}.\n\n"
         "**Monotonicity** (sign-aligned median over seeds of Spearman(rho, loss)):\n" + "\n".join(lines)
         + f"\n- all losses and the image side alone: {other}.\n\n" + crossing +
