@@ -176,7 +176,7 @@ def test_mean_ablation_replaces_only_the_named_heads_by_their_mean(tiny):
 
 
 def test_spares_reality_is_inconclusive_when_steering_changed_nothing():
-    from flows.gridtom.flow import PAPER
+    from flows.gridtom.claims import PAPER
     from tasks.claims import check_claims
     box = lambda mean, low, high: {"mean": mean, "ci_low": low, "ci_high": high}
 
