@@ -144,13 +144,15 @@ def _split_deps(own: list[Path], entry: str, slug: str) -> list[str]:
 
 
 def record_stage(slug: str) -> dict[str, Any]:
-    """Stage ``<slug>`` of a split paper: its experiment, into ``records/<slug>`` (in git, kept between runs so
-    that added seeds append; :mod:`paperflows.stages` decides what is reused) and its datasets into
-    ``data/<slug>`` (DVC-cached). Deps: every file of ``flows/<slug>`` but the evaluation's, and what they import."""
+    """Stage ``<slug>`` of a split paper: its experiment, into ``records/<slug>`` (in git) and its datasets into
+    ``data/<slug>`` (DVC-cached); both kept between runs (``persist``), so that added seeds append and a params
+    change that leaves the records as they are (a seed cap) retrains nothing: :mod:`paperflows.stages` decides
+    what is reused. After a run that only appended seeds, ``data/<slug>`` holds the datasets the experiment wrote
+    for those seeds over the earlier ones. Deps: every file of ``flows/<slug>`` but the evaluation's, and what they import."""
     folder = FLOWS_DIR / slug
     own = [p.resolve() for p in sorted(folder.rglob("*.py")) if p.name not in EVALUATION_FILES]
     return {"cmd": f"paperflows record {slug}", "deps": _split_deps(own, RECORD_ENTRY, slug), "params": _params(slug),
-            "outs": [f"data/{slug}", {f"records/{slug}": {"cache": False, "persist": True}}]}
+            "outs": [{f"data/{slug}": {"persist": True}}, {f"records/{slug}": {"cache": False, "persist": True}}]}
 
 
 def eval_stage(slug: str) -> dict[str, Any]:

@@ -99,6 +99,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     key = {"params": {k: v for k, v in dumped.items() if k not in SEED_COUNTS}, "base_seed": common.seed,
            "code": code_digest(slug), "fingerprint": fingerprint_digest(), "smoke": smoke}
     data_dir = Path(out_root).resolve() / "data" / slug
+    data_dir.mkdir(parents=True, exist_ok=True)  # a DVC output even when every seed's records are reused
     folder = records_dir(out_root, slug)
     stored = None
     if (folder / "meta.json").is_file() and os.environ.get(FRESH_ENV) != "1":

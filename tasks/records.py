@@ -109,9 +109,14 @@ def select_seeds(records: Records, seeds: Sequence[int]) -> Records:
 
 
 def grow_plan(stored: Records | None, key: dict[str, Any], seeds: Sequence[int], seed_separable: bool) -> list[int]:
-    """The seeds that must run to have records over ``seeds``: all of them, unless the stored records were
-    made under the same ``key`` (params apart from the seed count, code digest, smoke) by a seed-separable
-    experiment, in which case only the seeds they lack."""
-    if stored is None or not seed_separable or stored.meta.get("key") != key:
+    """The seeds that must run to have records over ``seeds``. Stored records made under the same ``key`` (params
+    apart from the seed counts, code digest, kernel fingerprint, smoke) are reused as they are when they cover
+    exactly ``seeds``, whatever the experiment (a change of ``seed_cap`` or of the common settings retrains
+    nothing); a seed-separable experiment also keeps any stored seed and runs only those it lacks."""
+    if stored is None or stored.meta.get("key") != key:
+        return list(seeds)
+    if list(stored.seeds) == list(seeds):
+        return []
+    if not seed_separable:
         return list(seeds)
     return [s for s in seeds if s not in set(stored.seeds)]

@@ -94,6 +94,7 @@ def test_a_split_papers_training_never_depends_on_its_scoring():
         assert {f"flows/{slug}/claims.py", f"flows/{slug}/evaluate.py", f"flows/{slug}/NOTES.md",
                 f"records/{slug}"} <= set(evaluation["deps"])
         assert {f"records/{slug}": {"cache": False, "persist": True}} in records["outs"], "records are kept, in git"
+        assert {f"data/{slug}": {"persist": True}} in records["outs"]
 
 
 def test_editing_a_tasks_module_reruns_exactly_the_stages_that_import_it(repo_copy):

@@ -55,6 +55,9 @@ def test_growing_runs_only_new_seeds_and_appends_them_in_seed_order():
     stored = _records([0, 1, 2], {"key": key})
     assert grow_plan(stored, key, [0, 1, 2, 3, 4], seed_separable=True) == [3, 4]
     assert grow_plan(stored, key, [0, 1, 2, 3, 4], seed_separable=False) == [0, 1, 2, 3, 4]
+    assert grow_plan(stored, key, [0, 1, 2], seed_separable=False) == [], "the same seeds and key: nothing to run"
+    assert grow_plan(stored, key, [0, 1], seed_separable=False) == [0, 1], "a non-separable subset is rerun"
+    assert grow_plan(stored, key, [0, 1], seed_separable=True) == []
     assert grow_plan(stored, {**key, "code": "changed"}, [0, 1, 2, 3], seed_separable=True) == [0, 1, 2, 3]
     assert grow_plan(None, key, [0, 1], seed_separable=True) == [0, 1]
     grown = merge_records(stored, _records([3, 4], {"key": key}), [0, 1, 2, 3, 4])
