@@ -149,14 +149,6 @@ def geometric_mean(values: Sequence[float]) -> float:
     return float(np.exp(np.log(x).mean()))
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman rank correlation; NaN when either side is constant."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(sps.spearmanr(x, y).statistic)
-
-
 def ratio_of_means(numerator: Sequence[float], denominator: Sequence[float],
                    confidence: float | None = None) -> dict[str, float]:
     """``{"ratio", "ci_low", "ci_high"}``: ``mean(numerator) / mean(denominator)`` over paired seeds

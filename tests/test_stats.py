@@ -4,6 +4,7 @@ import pytest
 from scipy import stats as sps
 
 from tasks import stats
+from tasks.correlation import spearman
 
 
 def test_mean_ci_is_the_student_t_interval():
@@ -43,9 +44,9 @@ def test_geometric_mean_and_spearman():
     assert stats.geometric_mean([1.0, 4.0, 16.0]) == pytest.approx(4.0)
     with pytest.raises(ValueError):
         stats.geometric_mean([1.0, 0.0])
-    assert stats.spearman([1, 2, 3, 4], [10, 20, 25, 100]) == pytest.approx(1.0)
-    assert stats.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    assert np.isnan(stats.spearman([1, 1, 1], [1, 2, 3]))
+    assert spearman([1, 2, 3, 4], [10, 20, 25, 100]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
 
 
 def test_ratio_of_means_and_its_interval():

@@ -46,6 +46,7 @@ from scipy import stats as sps
 from scipy.spatial.distance import pdist, squareform
 
 from flows.repr_shattering_ke.params import Params
+from tasks.correlation import spearman
 from tasks.lm import GPT, GPTConfig, Tokenizer, cached_lm, make_gpt, residual_hook, train_lm
 from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
@@ -449,14 +450,6 @@ def ring_geometry(d_orig: np.ndarray, world: World, cycle: int) -> float:
 # =============================================================================================
 # 6. Per-seed statistics of the claims (the flow summarises them over seeds)
 # =============================================================================================
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rank correlation; NaN when either side is constant."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(sps.spearmanr(x, y).statistic)
-
-
 def r2_of_means(d: np.ndarray, values: np.ndarray) -> float:
     """r^2 of the least-squares line through (distance, mean value at that distance)."""
     levels = np.unique(d)

@@ -11,6 +11,7 @@ from scipy.stats import ks_2samp
 from flows.rings_graph_eval import method
 from flows.rings_graph_eval.params import Params
 from tasks import stats
+from tasks.correlation import spearman
 from tasks.contract import RunOutput
 from tasks.records import Records
 
@@ -80,7 +81,7 @@ def _complementarity_metrics(comp: pd.DataFrame, params: Params) -> dict:
     for kind in ("spectral", "unaligned"):
         sweep = comp[(comp["kind"] == kind) & (comp["noise"] >= 0)]
         means = sweep.groupby(["seed", "noise"])["score"].mean().unstack("noise")[levels]
-        rho[kind] = [stats.spearman(levels, means.loc[s].to_numpy()) for s in means.index]
+        rho[kind] = [spearman(levels, means.loc[s].to_numpy()) for s in means.index]
         out["by_noise"][kind] = {f"{lv:g}": float(means[lv].mean()) for lv in levels}
         sh = comp[(comp["kind"] == kind) & (comp["noise"] < 0)]
         frac[kind] = (sh["shuffled"] > sh["original"]).groupby(sh["seed"]).mean().to_numpy(float)

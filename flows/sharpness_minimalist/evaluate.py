@@ -11,6 +11,7 @@ from flows.sharpness_minimalist import method
 from flows.sharpness_minimalist.params import Params
 from tasks import estimates as est
 from tasks import stats
+from tasks.correlation import spearman
 from tasks.contract import RunOutput
 from tasks.records import Records
 
@@ -56,8 +57,8 @@ def _sweep_metrics(runs: pd.DataFrame, group: str, x: str, seeds: list[int]) -> 
     sub = runs[runs["group"] == group]
     key = "depth" if x == "depth" else "level"
     return {
-        "spearman": stats.summarize(_seed_values(sub, seeds, lambda g: stats.spearman(g[x], g["terminal"]))),
-        "spearman_at_init": stats.summarize(_seed_values(sub, seeds, lambda g: stats.spearman(g[x], g["S0"]))),
+        "spearman": stats.summarize(_seed_values(sub, seeds, lambda g: spearman(g[x], g["terminal"]))),
+        "spearman_at_init": stats.summarize(_seed_values(sub, seeds, lambda g: spearman(g[x], g["S0"]))),
         "max_rel_err": stats.summarize(_seed_values(
             sub, seeds, lambda g: (g["terminal"] / g["S_pred_terminal"] - 1.0).abs().max(skipna=False))),
         "diverged": int(sub["diverged"].sum()),
@@ -108,9 +109,9 @@ def _aggregate(runs: pd.DataFrame, mlp: pd.DataFrame, params: Params, closed_for
                              "diverged_runs": int(sub["diverged"].sum())}
     last, first = mlp[mlp["step"] == mlp["step"].max()], mlp[mlp["step"] == 0]
     metrics["mlp"] = {
-        "spearman": stats.summarize(_seed_values(last, seeds, lambda g: stats.spearman(g["label_noise"], g["sharpness"]))),
+        "spearman": stats.summarize(_seed_values(last, seeds, lambda g: spearman(g["label_noise"], g["sharpness"]))),
         "spearman_at_init": stats.summarize(_seed_values(
-            first, seeds, lambda g: stats.spearman(g["label_noise"], g["sharpness"]))),
+            first, seeds, lambda g: spearman(g["label_noise"], g["sharpness"]))),
         "edge": 2.0 / params.mlp_lr,
         "by_noise": {f"flip_{k:g}": {"sharpness": stats.summarize(g["sharpness"]), "loss": float(g["loss"].mean())}
                      for k, g in last.groupby("label_noise", sort=True)},

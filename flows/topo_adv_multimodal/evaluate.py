@@ -11,6 +11,7 @@ from flows.topo_adv_multimodal import method
 from flows.topo_adv_multimodal.params import Params
 from tasks import estimates as est
 from tasks import stats
+from tasks.correlation import spearman
 from tasks.contract import RunOutput
 from tasks.records import Records
 from tasks.report import fmt_estimate
@@ -43,7 +44,7 @@ def _monotonicity(sweep: pd.DataFrame, losses: list[str]) -> tuple[dict, pd.Data
     for loss in losses:
         entry, aligned = {}, {}
         for kind in method.PERTURBATIONS:
-            per_seed = np.array([stats.spearman(g["rho"], g[loss]) for _, g in curves[curves["kind"] == kind].groupby("seed")])
+            per_seed = np.array([spearman(g["rho"], g[loss]) for _, g in curves[curves["kind"] == kind].groupby("seed")])
             aligned[kind], sign = _sign_aligned(per_seed)
             entry[kind] = {**stats.median_ci(aligned[kind]), "sign": sign, "per_seed_spearman": per_seed.tolist()}
             rows += [{"loss": loss, "kind": kind, "seed": s, "spearman": v} for s, v in zip(sorted(curves["seed"].unique()), per_seed)]

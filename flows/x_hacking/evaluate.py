@@ -11,6 +11,7 @@ from flows.x_hacking import method
 from flows.x_hacking.params import Params
 from tasks import estimates as est
 from tasks import stats
+from tasks.correlation import spearman
 from tasks.contract import RunOutput
 from tasks.records import Records
 
@@ -33,13 +34,13 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     ratio = {(p["dataset"], p["rank"]): p for p in speed["pairs"]}
     pairs["speedup_ratio"] = [ratio.get((d, r), {}).get("ratio", np.nan) for d, r in zip(pairs["dataset"], pairs["rank"])]
     pairs["susceptible"] = [ratio.get((d, r), {}).get("susceptible", np.nan) for d, r in zip(pairs["dataset"], pairs["rank"])]
-    rho = stats.spearman(pairs["redundancy_r2"], pairs["reduction"]) if len(pairs) >= 3 else float("nan")
+    rho = spearman(pairs["redundancy_r2"], pairs["reduction"]) if len(pairs) >= 3 else float("nan")
     rho_null = method.spearman_null_quantile(pairs["redundancy_r2"], pairs["reduction"], seed=first_seed) \
         if len(pairs) >= 3 else float("nan")
-    rho_by_seed = [stats.spearman(g["redundancy_r2"], g["reduction"]) for _, g in bo.groupby("seed", sort=True)
+    rho_by_seed = [spearman(g["redundancy_r2"], g["reduction"]) for _, g in bo.groupby("seed", sort=True)
                    if len(g) >= 3]
     real = pairs[~pairs["dataset"].str.startswith("synth_r")]
-    rho_real = stats.spearman(real["redundancy_r2"], real["reduction"]) if len(real) >= 3 else float("nan")
+    rho_real = spearman(real["redundancy_r2"], real["reduction"]) if len(real) >= 3 else float("nan")
 
     def rate(dataset: str, rank: int, searcher: str) -> float:
         sel = runs[(runs["dataset"] == dataset) & (runs["rank"] == rank) & (runs["searcher"] == searcher)]

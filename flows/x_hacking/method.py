@@ -45,7 +45,7 @@ from sklearn.model_selection import KFold, cross_val_score, train_test_split
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 
 from flows.x_hacking.params import BundledTable, Params
-from tasks.stats import spearman
+from tasks.correlation import spearman
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
