@@ -175,3 +175,9 @@ def test_params_reject_inconsistent_config():
                 {"embedding_dim": 7}, {"toy_name": "spiral"}):
         with pytest.raises(ValueError):
             params_for("sfbd_deconv", **bad)
+
+
+def test_the_claims_name_the_data_settings_the_experiment_runs():
+    from flows.sfbd_deconv import claims, method
+
+    assert claims.KINDS == method.KINDS

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pandas as pd
 
 from flows.sfbd_deconv import method
-from flows.sfbd_deconv.claims import KINDS
 from flows.sfbd_deconv.params import SMOKE, Params
 from tasks.contract import RunContext
 from tasks.data import save_parquet
@@ -23,11 +22,11 @@ from tasks.experiment import paper_experiment, run_mapped
 @paper_experiment("sfbd_deconv", Params, smoke=SMOKE, seed_separable=True)
 def sfbd_deconv_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
     """SFBD against clean-only, noisy-only, SFBD without clean pretraining and the oracle, per seed and data type."""
-    for kind in KINDS:   # every seed's data as the runs see it, for inspection
+    for kind in method.KINDS:   # every seed's data as the runs see it, for inspection
         save_parquet(pd.concat([method.dataset_frame(params, seed, kind) for seed in ctx.seeds], ignore_index=True),
                      ctx.data_dir / f"{kind}.parquet")
 
-    jobs = [(seed, kind) for seed in ctx.seeds for kind in KINDS]
+    jobs = [(seed, kind) for seed in ctx.seeds for kind in method.KINDS]
     results = run_mapped(method.run_data_seed, {"seed": [s for s, _ in jobs], "kind": [k for _, k in jobs]},
                          p=params)
     per_task = [{**r, "seed": s, "kind": k} for (s, k), r in zip(jobs, results)]

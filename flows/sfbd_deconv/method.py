@@ -41,6 +41,8 @@ from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import mlp, torch_single_thread, train
 from tasks.two_sample import frechet_distance, mmd_rbf, sliced_wasserstein
 
+KINDS = ("toy", "digits")  # the two data settings every seed runs (claims.py spells them too, tested)
+
 # ----------------------------------------------------------------------------------------------------------------
 # The two SFBD operations: forward (add the measurement noise) and backward (truncated probability-flow ODE)
 # ----------------------------------------------------------------------------------------------------------------
