@@ -14,6 +14,7 @@ from tasks.contract import RunOutput
 from tasks.records import Records
 
 TIMED = ("lp_every_step", "waitless", "first_order")
+TIMED_COLUMNS = ("seconds", "regret", "n_lp", "lp_seconds")
 
 
 def policy_names(params: Params) -> tuple[str, str]:
@@ -52,12 +53,12 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     slopes = {p: stats.loglog_slope_ci(Ts, est.by_setting(rows, "regret", "T", Ts, policy=p))
               for p in ("first_order", proposed, ablation)}
 
-    timing = {name: timed[timed["policy"] == name].sort_values("seed") for name in TIMED}
-    lp_s, wl_s = timing["lp_every_step"]["seconds"].to_numpy(), timing["waitless"]["seconds"].to_numpy()
+    timing = {name: {column: est.per_seed(timed, column, policy=name) for column in TIMED_COLUMNS} for name in TIMED}
+    lp_s, wl_s = timing["lp_every_step"]["seconds"], timing["waitless"]["seconds"]
     f_timing = int(timed["f"].iloc[0])
     speedup = lp_s / wl_s
     # The speed-up expected from the solve counts alone (T-1 solves against T/f-1): the runtime check divides by it.
-    solve_ratio = timing["lp_every_step"]["n_lp"].to_numpy() / timing["waitless"]["n_lp"].to_numpy()
+    solve_ratio = timing["lp_every_step"]["n_lp"] / timing["waitless"]["n_lp"]
     per_solve = {name: (timing[name]["lp_seconds"] / timing[name]["n_lp"]).tolist() for name in TIMED[:2]}
     metrics = {
         "f": {str(T): resolve_frequency(T, params.f_exponents[0]) for T in Ts},
@@ -80,8 +81,8 @@ def evaluate(params: Params, records: Records) -> RunOutput:
         },
         "lp_every_step": {
             "T": params.timing_T, "f": f_timing, "instances": len(lp_s),
-            **{name: stats.summarize(timing[name]["regret"].to_numpy()) for name in TIMED},
-            "n_lp": {name: int(timing[name]["n_lp"].iloc[0]) for name in TIMED[:2]},
+            **{name: stats.summarize(timing[name]["regret"]) for name in TIMED},
+            "n_lp": {name: int(timing[name]["n_lp"][0]) for name in TIMED[:2]},
         },
         "timings": {
             "lp_every_step_s": lp_s.tolist(), "waitless_s": wl_s.tolist(),
@@ -109,7 +110,7 @@ def _spread(values: np.ndarray) -> dict[str, float]:
     return {"mean": float(values.mean()), "min": float(values.min()), "max": float(values.max())}
 
 
-def _figure(plot: pd.DataFrame, timing: dict[str, pd.DataFrame], f: int, timing_T: int):
+def _figure(plot: pd.DataFrame, timing: dict[str, dict[str, np.ndarray]], f: int, timing_T: int):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     for series, g in plot.groupby("series", sort=False):
         ax.errorbar(g["x"], g["y"], yerr=[g["y"] - g["y_low"], g["y_high"] - g["y"]], marker="o", capsize=3,
