@@ -25,7 +25,8 @@ The rules, in the order they apply (each shown able to flip a verdict in ``tests
 Sanity checks (role ``"sanity"``) follow rules 1-4 and are counted apart, never as reproduced claims.
 
 Rule 1 reads a two-sided 95% interval (:mod:`tasks.stats`) strictly on one side, a one-sided test at 2.5%;
-every claim uses it. Each result records the number of seeds its verdict used and why that number.
+every claim uses it (a paper with a ``seed_cap`` reads each of its two looks at 1.25%: :mod:`tasks.sequential`).
+Each result records the number of seeds its verdict used and why that number.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ VERDICT_CODES: dict[str, int] = {"reproduced": 1, "inconclusive": 0, "not reprod
 """The numeric verdict of the slim DVC metrics file (``claims.json``), so ``dvc metrics diff`` shows a flip."""
 CENSORED_MAJORITY = 0.5
 MIN_AGREEING_SEEDS = 3
-SEEDS_REASON = "the paper's default seed count in params.yaml (fixed before the run; no sequential extension)"
+SEEDS_REASON = "one look at the paper's seed count in params.yaml (fixed before the run; no seed_cap, so no second look)"
 
 
 class ControlResult(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 
-from tasks.claims import VERDICT_CODES, ClaimResult, count_verdicts
+from tasks.claims import SEEDS_REASON, VERDICT_CODES, ClaimResult, count_verdicts
 from tasks.contract import Paper, RunContext, RunOutput
 from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -95,6 +95,7 @@ def claims_rows(paper: Paper, results: Sequence[ClaimResult], role: str = "claim
                "paper's figure": threshold_text(claim.comparison, claim.threshold)}
         if role == "claim":
             row["negative control"] = control_text(result)
+            row["seeds"] = str(result.seeds) + ("" if result.seeds_reason == SEEDS_REASON else f": {result.seeds_reason}")
         row |= {"paper says": claim.text, "kind": claim.kind + (", scaled" if claim.scaled else ""),
                 "metric": claim.metric}
         rows.append(row)

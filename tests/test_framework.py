@@ -98,7 +98,7 @@ def test_the_claims_table_shows_claim_verdict_and_values_first():
     rows = report.claims_rows(TOY, results)
     assert list(rows[0])[:4] == ["claim", "verdict", "ours", "paper's figure"]
     assert rows[0]["verdict"] == "reproduced" and rows[0]["ours"] == "0.5 [0.1, 0.9]"
-    assert results[0].seeds == 3 and "default seed count" in results[0].seeds_reason
+    assert results[0].seeds == 3 and "one look" in results[0].seeds_reason and rows[0]["seeds"] == "3"
 
 
 @pytest.mark.parametrize("comparison,shown", [(">", "\\> 0"), (">=", "≥ 0"), ("<=", "≤ 0"), ("<", "< 0")])

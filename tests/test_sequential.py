@@ -1,5 +1,7 @@
 """Two looks (tasks.sequential): the error a claim states holds over both looks, and only a split rule keeps it."""
 
+import difflib
+
 import numpy as np
 import pytest
 
@@ -94,7 +96,8 @@ def test_extend_edits_one_line_of_params_yaml_and_refuses_an_invalid_value(tmp_p
     set_paper_value(path, "lapsum", "seed_cap", 6)
     set_paper_value(path, "lapsum", "extra_seeds", 3)
     set_paper_value(path, "lapsum", "extra_seeds", 2)  # an existing key is replaced, not repeated
-    added = [line for line in path.read_text().splitlines() if line not in original.splitlines()]
+    added = [line[2:] for line in difflib.ndiff(original.splitlines(), path.read_text().splitlines())
+             if line.startswith("+ ")]
     assert sorted(added) == ["    extra_seeds: 2", "    seed_cap: 6"]
     assert resolve_params("lapsum", read_params_file(path))[0].all_seeds == 5
     before = path.read_text()
