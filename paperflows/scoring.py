@@ -8,9 +8,13 @@ from __future__ import annotations
 import importlib
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from paperflows.params import FLOWS_DIR, ParamsError, read_params_file, resolve_params
+
+if TYPE_CHECKING:
+    from tasks.contract import Paper
+    from tasks.evaluation import Evaluate
 from paperflows.stages import NOTES_FILE, SEED_COUNTS, known_split, record_paper, records_dir
 
 
@@ -24,16 +28,26 @@ def load_evaluation(slug: str):
     return paper, evaluate, (FLOWS_DIR / slug / NOTES_FILE).read_text()
 
 
-def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root: Path = Path("."),
-                   smoke: bool = False, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Score the stored records of ``slug``: estimates, claims, tables, figure and report."""
+def evaluate_paper(slug: str, *, params_file: Path = Path("params.yaml"), **options: Any) -> dict[str, Any]:
+    """Score the stored records of ``flows/<slug>`` (see :func:`score_records`) with ``params_file``."""
     raw = read_params_file(params_file)
-    params, common = resolve_params(slug, raw, smoke, overrides)
-    started = time.perf_counter()
+    resolve_params(slug, raw, options.get("smoke", False), options.get("overrides", ()))
     paper, evaluate, notes = load_evaluation(slug)
+    return score_records(paper, evaluate, notes, raw, **options)
+
+
+def score_records(paper: Paper, evaluate: Evaluate, notes: str, raw: dict[str, Any], *,
+                  model: tuple[type, dict[str, Any]] | None = None, out_root: Path = Path("."), smoke: bool = False,
+                  overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Score the records under ``out_root`` of ``paper`` with ``evaluate``: estimates, claims, tables, figure and
+    report; ``model``: its params model and smoke values when not those of ``flows/<slug>/params.py``. Records
+    made at another scale, with other params or other seeds are refused, naming what differs."""
     from tasks.evaluation import evaluate_records
     from tasks.records import load_records
 
+    slug = paper.slug
+    params, common = resolve_params(slug, raw, smoke, overrides, model=model)
+    started = time.perf_counter()
     data_dir = Path(out_root).resolve() / "data" / slug
     folder = records_dir(out_root, slug)
     records = load_records(folder)

@@ -72,17 +72,25 @@ def code_digest(slug: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root: Path = Path("."),
-                 smoke: bool = False, overrides: Sequence[str] = (), runner: str = "threads",
-                 dask_address: str | None = None, extra_tags: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the experiment of ``slug`` for the seeds its records lack, and save the records.
-
-    Stored records made by the same code and params (apart from the seed count), on a machine with the same
-    kernel fingerprint, are kept and only new seeds run, when the experiment is seed-separable and ``PAPERFLOWS_FRESH_RECORDS`` is unset.
-    """
+def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), **options: Any) -> dict[str, Any]:
+    """Run the experiment of ``flows/<slug>`` (see :func:`record_experiment`) with ``params_file``; the params
+    are validated before the paper's code is imported."""
     raw = read_params_file(params_file)
-    resolve_params(slug, raw, smoke, overrides)
+    resolve_params(slug, raw, options.get("smoke", False), options.get("overrides", ()))
     experiment = load_experiment(slug)
+    return record_experiment(experiment, raw, code=code_digest(slug), **options)
+
+
+def record_experiment(experiment: PaperExperiment, raw: dict[str, Any], *, code: str, out_root: Path = Path("."),
+                      smoke: bool = False, overrides: Sequence[str] = (), runner: str = "threads",
+                      dask_address: str | None = None, extra_tags: Sequence[str] = ()) -> dict[str, Any]:
+    """Run ``experiment`` for the seeds its records under ``out_root`` lack, and save the records.
+
+    Stored records made under the same key (the params apart from the seed counts, the base seed, ``code``: a
+    digest of the experiment's source, the kernel fingerprint, the scale) are reused as they are when they cover
+    exactly the run's seeds; a seed-separable experiment also keeps any stored seed and runs only new ones.
+    ``PAPERFLOWS_FRESH_RECORDS=1`` reruns every seed. Nothing is written when the params are invalid.
+    """
     from prefect import tags
 
     from paperflows.runners import make_task_runner
@@ -90,6 +98,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     from tasks.records import grow_plan, load_records, merge_records, save_records, select_seeds
     from tasks.seeding import seed_list
 
+    slug = experiment.slug
     params, common = resolve_params(slug, raw, smoke, overrides, model=(experiment.params_model, experiment.smoke))
     if params.seed_cap is not None and not experiment.seed_separable:
         raise ParamsError(f"papers.{slug}.seed_cap: a second look appends seeds, which needs a seed-separable "
@@ -97,7 +106,7 @@ def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), out_root
     seeds = seed_list(common.seed, params.all_seeds)
     dumped = params.model_dump(mode="json")
     key = {"params": {k: v for k, v in dumped.items() if k not in SEED_COUNTS}, "base_seed": common.seed,
-           "code": code_digest(slug), "fingerprint": fingerprint_digest(), "smoke": smoke}
+           "code": code, "fingerprint": fingerprint_digest(), "smoke": smoke}
     data_dir = Path(out_root).resolve() / "data" / slug
     data_dir.mkdir(parents=True, exist_ok=True)  # a DVC output even when every seed's records are reused
     folder = records_dir(out_root, slug)

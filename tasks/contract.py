@@ -1,8 +1,8 @@
 """The flow contract's data: what a paper declares (``Paper``, ``Claim``, ``PaperParams``) and what a
 run gets and returns (``RunContext``, ``RunOutput``).
 
-This module imports neither Prefect nor the rest of ``tasks``: the claim checker, the report writer
-and the flow decorator all build on it, and a params model can be validated without starting Prefect.
+This module imports neither Prefect nor the rest of ``tasks``: the experiment decorator, the claim
+checker and the report writer all build on it, and a params model can be validated without starting Prefect.
 
 A paper folder ``flows/<slug>/`` declares:
 
@@ -10,8 +10,10 @@ A paper folder ``flows/<slug>/`` declares:
   ``params.yaml``) and ``SMOKE`` (overrides that make the run take seconds). It imports no heavy
   library, so ``paperflows check`` validates every paper in well under a second;
 * ``method.py``: the algorithm, no Prefect; its functions take the frozen ``Params``;
-* ``flow.py``: ``PAPER`` (a :class:`Paper` with its claims, fixed before any run) and one function
-  decorated with :func:`tasks.paper.paper_flow`.
+* ``flow.py``: the experiment, one function decorated with :func:`tasks.experiment.paper_experiment`,
+  returning per-seed records;
+* ``claims.py``: ``PAPER`` (a :class:`Paper` with its claims, fixed before any run);
+* ``evaluate.py``: ``evaluate(params, records)``, returning a :class:`RunOutput`; ``NOTES.md``: its fixed prose.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -47,3 +48,14 @@ def dumps_json(value: Any) -> str:
 
 def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps_json(value))
+
+
+def replace_dir(staging: Path, final: Path) -> None:
+    """Put the complete folder ``staging`` in place of ``final`` (the previous one is removed only once the new
+    one is there): how a whole set of outputs is written atomically."""
+    previous = final.with_name(f".{final.name}.previous")
+    shutil.rmtree(previous, ignore_errors=True)
+    if final.exists():
+        final.rename(previous)
+    staging.rename(final)
+    shutil.rmtree(previous, ignore_errors=True)

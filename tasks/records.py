@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from tasks.io import atomic_write_json
+from tasks.io import atomic_write_json, replace_dir
 
 META_FILE = "meta.json"
 
@@ -66,12 +66,7 @@ def save_records(records: Records, folder: Path) -> None:
         atomic_write_json(staging / META_FILE, {**records.meta, "seeds": list(records.seeds),
                                                 "tables": sorted(records.tables)})
         staging.chmod(0o755)
-        previous = folder.with_name(f".{folder.name}.previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        if folder.exists():
-            folder.rename(previous)
-        staging.rename(folder)
-        shutil.rmtree(previous, ignore_errors=True)
+        replace_dir(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

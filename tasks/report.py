@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 
 from tasks.claims import SEEDS_REASON, VERDICT_CODES, ClaimResult, count_verdicts
 from tasks.contract import Paper, RunContext, RunOutput
-from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text, replace_dir
 
 PLOT_COLUMNS = ("x", "y", "series")
 
@@ -216,12 +216,7 @@ def write_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output: 
         plt.close(output.figure)
         atomic_write_bytes(staging / "figure.png", png.getvalue())
         atomic_write_text(staging / "report.md", report)
-        previous = final.with_name(f".{final.name}.previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        if final.exists():
-            final.rename(previous)
-        staging.rename(final)
-        shutil.rmtree(previous, ignore_errors=True)
+        replace_dir(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -1,4 +1,4 @@
-"""The flow contract, end to end on a toy paper: params, claims, reports, atomicity, runners."""
+"""The split contract, end to end on a toy paper: params, records, claims, reports, atomicity, runners."""
 
 import contextlib
 import json
@@ -10,13 +10,12 @@ import pandas as pd
 import pytest
 import torch
 from conftest import read_metrics, without_timings
-from toy_flow import toy_flow
+from toy_flow import SMOKE, ToyParams, run_toy
 
 from tasks import report
 from tasks.contract import Distinct, Increasing, PaperParams
 from tasks.data import load_bundled, load_parquet, load_xy, save_bundled, save_parquet
 from paperflows.params import ParamsError, resolve_params
-from paperflows.pipeline import run_flow
 from tasks.seeding import global_rngs_isolated, global_rngs_seeded, torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
 
@@ -28,9 +27,10 @@ def raw(**section):
 
 
 def test_toy_flow_writes_every_output(tmp_path):
-    summary = run_flow(toy_flow, RAW, out_root=tmp_path)
+    summary = run_toy(RAW, out_root=tmp_path)
     results = tmp_path / "results" / "toy"
     assert {p.name for p in results.iterdir()} == {"metrics.json", "claims.json", "plot.csv", "figure.png", "report.md"}
+    assert {p.name for p in (tmp_path / "records" / "toy").iterdir()} == {"means.parquet", "meta.json"}
     document = read_metrics(results)
     assert document["claims"]["mean_positive"]["verdict"] == "reproduced"
     assert document["seeds"] == [0, 1, 2]
@@ -38,9 +38,10 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert summary["sanity"] == {"reproduced": 1, "not reproduced": 0, "inconclusive": 0}
     control = document["claims"]["mean_positive"]["control"]
     assert control["name"] == "draws centred at -1" and control["failed"] is True and control["passed"] is False and control["observed"] < 0
-    assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 3
+    assert len(load_parquet(tmp_path / "data" / "toy" / "means.parquet")) == 6  # 3 seeds x 2 arms
     text = (results / "report.md").read_text()
     assert "| mean_positive | reproduced |" in text and "## Sanity checks" in text and "A toy." in text
+    assert "Toy notes." in text
     claims_part, sanity_part = text.split("## Sanity checks")
     assert "| draws_counted |" in sanity_part and "| draws_counted |" not in claims_part
     assert "fails strictly, as it should" in claims_part
@@ -50,14 +51,41 @@ def test_toy_flow_writes_every_output(tmp_path):
     assert document["title"] == "Toy paper" and document["claims"]["mean_positive"]["text"] == "the mean is positive"
 
 
+def test_more_seeds_run_only_the_new_seeds_and_score_as_a_fresh_run(tmp_path):
+    from paperflows.stages import record_experiment
+    from toy_flow import toy_experiment
+
+    run_toy(RAW, out_root=tmp_path / "grown")
+    grown = record_experiment(toy_experiment, raw(seeds=5), code="toy", out_root=tmp_path / "grown")
+    assert grown["seeds_run"] == [3, 4]
+    again = record_experiment(toy_experiment, raw(seeds=5, seed_cap=10), code="toy", out_root=tmp_path / "grown")
+    assert again["seeds_run"] == [], "a seed cap changes no record"
+    changed = record_experiment(toy_experiment, raw(seeds=5), code="other", out_root=tmp_path / "grown")
+    assert changed["seeds_run"] == [0, 1, 2, 3, 4], "records made by other code are never appended to"
+    run_toy(raw(seeds=5), out_root=tmp_path / "grown")
+    run_toy(raw(seeds=5), out_root=tmp_path / "fresh")
+    grown_doc, fresh_doc = (read_metrics(tmp_path / run / "results" / "toy") for run in ("grown", "fresh"))
+    assert without_timings(grown_doc) == without_timings(fresh_doc)
+
+
+def test_evaluation_refuses_records_of_other_params_or_seeds(tmp_path):
+    from paperflows.scoring import score_records
+    from toy_flow import TOY, toy_evaluate
+
+    run_toy(RAW, out_root=tmp_path)
+    for section, message in (({"loc": 2.0}, "papers.toy.loc"), ({"seeds": 4}, "cover seeds")):
+        with pytest.raises(ParamsError, match=message):
+            score_records(TOY, toy_evaluate, "", raw(**section), model=(ToyParams, SMOKE), out_root=tmp_path)
+
+
 def test_a_claim_that_does_not_hold_is_reported_as_not_reproduced(tmp_path):
-    run_flow(toy_flow, raw(loc=-1.0), out_root=tmp_path)
+    run_toy(raw(loc=-1.0), out_root=tmp_path)
     assert read_metrics(tmp_path / "results" / "toy")["claims"]["mean_positive"]["verdict"] == "not reproduced"
 
 
 def test_same_params_give_identical_metrics(tmp_path):
-    run_flow(toy_flow, RAW, out_root=tmp_path / "a")
-    run_flow(toy_flow, RAW, out_root=tmp_path / "b")
+    run_toy(RAW, out_root=tmp_path / "a")
+    run_toy(RAW, out_root=tmp_path / "b")
     first, second = (read_metrics(tmp_path / run / "results" / "toy") for run in "ab")
     assert without_timings(first) == without_timings(second)
     assert (tmp_path / "a/results/toy/figure.png").read_bytes() == (tmp_path / "b/results/toy/figure.png").read_bytes()
@@ -74,12 +102,12 @@ def test_invalid_params_name_the_key_and_write_nothing(tmp_path, section, common
     params = raw(**section)
     params["common"].update(common)
     with pytest.raises(ParamsError, match=key.replace(".", r"\.")):
-        run_flow(toy_flow, params, out_root=tmp_path)
+        run_toy(params, out_root=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
 def test_missing_section_and_overrides():
-    model = (toy_flow.params_model, toy_flow.smoke)
+    model = (ToyParams, SMOKE)
     with pytest.raises(ParamsError, match="papers.toy is missing"):
         resolve_params("toy", {"common": RAW["common"], "papers": {}}, model=model)
     params, common = resolve_params("toy", RAW, smoke=True, overrides=["loc=2.5", "common.seed=7"], model=model)
@@ -113,14 +141,14 @@ def test_a_threshold_renders_with_its_operator_in_markdown(comparison, shown):
 
 
 def test_the_process_runner_passes_typed_params_to_the_method(tmp_path):
-    run_flow(toy_flow, RAW, out_root=tmp_path / "threads")
-    run_flow(toy_flow, RAW, out_root=tmp_path / "processes", runner="processes")
+    run_toy(RAW, out_root=tmp_path / "threads")
+    run_toy(RAW, out_root=tmp_path / "processes", runner="processes")
     threads, processes = (read_metrics(tmp_path / r / "results" / "toy") for r in ("threads", "processes"))
     assert without_timings(threads) == without_timings(processes)
 
 
 def test_an_interrupted_report_leaves_the_previous_results(tmp_path, monkeypatch):
-    run_flow(toy_flow, RAW, out_root=tmp_path)
+    run_toy(RAW, out_root=tmp_path)
     results = tmp_path / "results" / "toy"
     before = {p.name: p.read_bytes() for p in results.iterdir()}
 
@@ -129,14 +157,14 @@ def test_an_interrupted_report_leaves_the_previous_results(tmp_path, monkeypatch
 
     monkeypatch.setattr("matplotlib.figure.Figure.savefig", broken_savefig)
     with pytest.raises(Exception, match="disk full"):
-        run_flow(toy_flow, raw(loc=3.0), out_root=tmp_path)
+        run_toy(raw(loc=3.0), out_root=tmp_path)
     assert {p.name: p.read_bytes() for p in results.iterdir()} == before
     assert [p.name for p in results.parent.iterdir()] == ["toy"]  # no scratch folders left behind
 
 
 def test_the_dask_runner_gives_the_same_metrics_as_threads(tmp_path):
-    run_flow(toy_flow, RAW, out_root=tmp_path / "threads")
-    run_flow(toy_flow, RAW, out_root=tmp_path / "dask", runner="dask")
+    run_toy(RAW, out_root=tmp_path / "threads")
+    run_toy(RAW, out_root=tmp_path / "dask", runner="dask")
     threads, dask = (read_metrics(tmp_path / r / "results" / "toy") for r in ("threads", "dask"))
     assert without_timings(threads) == without_timings(dask)
 

@@ -1,14 +1,16 @@
-"""A toy paper that exercises the flow contract: the mean of seeded normal draws."""
+"""A toy paper that exercises the split contract: an experiment that records the mean of seeded normal draws,
+and an evaluation that scores them."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from tasks import stats
+from tasks import estimates as est
 from tasks.contract import Claim, Control, Paper, PaperParams, RunContext, RunOutput
 from tasks.data import save_parquet
-from tasks.paper import over_seeds, paper_flow
+from tasks.experiment import over_seeds, paper_experiment
+from tasks.records import Records
 
 TOY = Paper(
     slug="toy", title="Toy paper", method="Mean", paper_class="A", source="tests", official_code=None,
@@ -22,6 +24,7 @@ TOY = Paper(
     ),
     limitations="A toy.",
 )
+SMOKE = {"n": 10}
 
 
 class ToyParams(PaperParams):
@@ -29,19 +32,35 @@ class ToyParams(PaperParams):
     n: int = Field(ge=1)
 
 
-def draw_mean(p: "ToyParams", seed: int, centre: float | None = None) -> float:
-    """Mean of ``p.n`` normal draws centred at ``p.loc`` (or at ``centre``)."""
-    return float(np.random.default_rng(seed).normal(p.loc if centre is None else centre, 1.0, size=p.n).mean())
+def draw_means(p: "ToyParams", seed: int) -> list[dict]:
+    """Mean of ``p.n`` normal draws centred at ``p.loc`` (arm "method") and at -1 (arm "control")."""
+    rng = np.random.default_rng(seed)
+    return [{"seed": seed, "arm": arm, "mean": float(rng.normal(centre, 1.0, size=p.n).mean())}
+            for arm, centre in (("method", p.loc), ("control", -1.0))]
 
 
-@paper_flow(TOY, ToyParams, smoke={"n": 10})
-def toy_flow(params: ToyParams, ctx: RunContext) -> RunOutput:
-    means = over_seeds(draw_mean, ctx.seeds, p=params)
-    control = over_seeds(draw_mean, ctx.seeds, p=params, centre=-1.0)
-    save_parquet(pd.DataFrame({"seed": ctx.seeds, "mean": means}), ctx.data_dir / "means.parquet")
+@paper_experiment("toy", ToyParams, smoke=SMOKE, seed_separable=True)
+def toy_experiment(params: ToyParams, ctx: RunContext) -> dict[str, pd.DataFrame]:
+    means = pd.DataFrame([row for rows in over_seeds(draw_means, ctx.seeds, p=params) for row in rows])
+    save_parquet(means, ctx.data_dir / "means.parquet")
+    return {"means": means}
+
+
+def toy_evaluate(params: ToyParams, records: Records) -> RunOutput:
+    means = records["means"]
+    method = est.per_seed(means, "mean", arm="method")
     figure, axis = plt.subplots()
-    axis.plot(ctx.seeds, means)
-    plot = pd.DataFrame({"x": ctx.seeds, "y": means, "series": "mean"})
-    return RunOutput(metrics={"mean": stats.summarize(means), "control": stats.summarize(control),
-                                                "n_draws": params.n},
+    axis.plot(records.seeds, method)
+    plot = pd.DataFrame({"x": records.seeds, "y": method, "series": "mean"})
+    return RunOutput(metrics={"mean": est.summary(means, "mean", arm="method"),
+                              "control": est.summary(means, "mean", arm="control"), "n_draws": params.n},
                      tables={"plot": plot}, figure=figure, setup="Draw normals.")
+
+
+def run_toy(raw: dict, out_root, runner: str = "threads") -> dict:
+    """Both stages of the toy under ``out_root``, as ``paperflows run`` runs a paper's."""
+    from paperflows.scoring import score_records
+    from paperflows.stages import record_experiment
+
+    record_experiment(toy_experiment, raw, code="toy", out_root=out_root, runner=runner)
+    return score_records(TOY, toy_evaluate, "Toy notes.", raw, model=(ToyParams, SMOKE), out_root=out_root)
