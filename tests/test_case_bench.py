@@ -117,7 +117,7 @@ def test_queries_are_templated_per_category_and_deterministic():
 
 
 def test_the_judges_context_gain_is_a_sanity_check_because_only_the_knob_puts_context_in_the_labels():
-    from flows.case_bench.flow import PAPER
+    from flows.case_bench.claims import PAPER
 
     p = params_for("case_bench", smoke=False)
     queries = method.draw_queries(45, 4, np.random.default_rng(0))

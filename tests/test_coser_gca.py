@@ -171,7 +171,7 @@ def test_permuted_profiles_keep_names_and_change_traits(world):
 
 
 def test_gains_over_the_trait_ignoring_baseline_are_sanity_checks_and_the_level_claim_keeps_its_control():
-    from flows.coser_gca.flow import PAPER
+    from flows.coser_gca.claims import PAPER
 
     # the baseline differs from the authentic corpus only in its trait-following rate (0 vs 1), so its gains are
     # that knob read through a model; the LifeChoice level is still a claim against the permuted-profile control
