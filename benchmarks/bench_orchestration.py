@@ -58,7 +58,7 @@ def paper_runs(slugs: list[str]) -> list[dict[str, str]]:
 def task_overhead(n_tasks: int) -> list[dict[str, str]]:
     from prefect import flow
 
-    from tasks.paper import paper_task
+    from tasks.experiment import paper_task
 
     def work(i: int) -> int:
         return sum(range(1000)) + i

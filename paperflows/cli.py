@@ -110,10 +110,9 @@ def extend(slugs: List[str] = typer.Argument(None, help="papers (default: every 
     extra_seeds (up to the cap) in params.yaml; `dvc repro` then runs only the new seeds and re-scores."""
     from paperflows.params import configured_slugs, set_paper_value
     from paperflows.scoring import extension
-    from paperflows.stages import is_split
 
     try:
-        for slug in slugs or [s for s in configured_slugs(params_file) if is_split(s)]:
+        for slug in slugs or configured_slugs(params_file):
             extra = extension(slug, params_file=params_file)
             if extra is not None:
                 set_paper_value(params_file, slug, "extra_seeds", extra)
@@ -132,10 +131,8 @@ def check(params_file: Path = typer.Option(Path("params.yaml"), help="params fil
     problems = check_params_file(params_file)
     if claims and not problems:
         from paperflows.scoring import claim_problems
-        from paperflows.stages import is_split
 
-        problems = [p for slug in configured_slugs(params_file) if is_split(slug)
-                    for p in claim_problems(slug, params_file=params_file)]
+        problems = [p for slug in configured_slugs(params_file) for p in claim_problems(slug, params_file=params_file)]
     for problem in problems:
         typer.echo(f"error: {problem}", err=True)
     if problems:

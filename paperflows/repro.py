@@ -34,10 +34,8 @@ def _dvc(*args: str) -> list[str]:
 
 
 def paper_stage_names(slug: str) -> list[str]:
-    """The DVC stages of a paper: ``<slug>``, and ``<slug>-eval`` when it is split into records and evaluation."""
-    from paperflows.stages import is_split
-
-    return [slug, f"{slug}{EVAL_SUFFIX}"] if is_split(slug) else [slug]
+    """The DVC stages of a paper: its records stage ``<slug>``, then its evaluation ``<slug>-eval``."""
+    return [slug, f"{slug}{EVAL_SUFFIX}"]
 
 
 def stages_to_run(slugs: Sequence[str]) -> list[str]:

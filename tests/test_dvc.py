@@ -59,16 +59,13 @@ prompts is the paper's own output (its method's, not a claim's), built with task
 
 
 def stage_sources() -> dict[str, str]:
-    """Each paper stage's own source: a one-stage paper's whole folder; a split paper's experiment files
-    (stage ``<slug>``) and evaluation files (``<slug>-eval``)."""
+    """Each paper stage's own source: the experiment files (stage ``<slug>``) and the evaluation files
+    (``<slug>-eval``)."""
     sources = {}
     for slug in paper_slugs():
         files = sorted((ROOT / "flows" / slug).glob("*.py"))
-        if (ROOT / "flows" / slug / "claims.py").is_file():
-            sources[slug] = "\n".join(p.read_text() for p in files if p.name not in EVALUATION_FILES)
-            sources[f"{slug}-eval"] = "\n".join(p.read_text() for p in files if p.name in EVALUATION_FILES)
-        else:
-            sources[slug] = "\n".join(p.read_text() for p in files)
+        sources[slug] = "\n".join(p.read_text() for p in files if p.name not in EVALUATION_FILES)
+        sources[f"{slug}-eval"] = "\n".join(p.read_text() for p in files if p.name in EVALUATION_FILES)
     return sources
 
 
@@ -88,9 +85,7 @@ def test_each_paper_depends_on_exactly_the_tasks_modules_it_imports():
 
 def test_a_split_papers_training_never_depends_on_its_scoring():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    split = [s for s in paper_slugs() if (ROOT / "flows" / s / "claims.py").is_file()]
-    assert split, "at least one paper is split into records and evaluation"
-    for slug in split:
+    for slug in paper_slugs():
         records, evaluation = stages[slug], stages[f"{slug}-eval"]
         scoring = SCORING_MODULES & set(records["deps"])
         assert scoring == MEASURES_AN_INTERVAL.get(slug, set()), f"{slug}: its training would rerun on a scoring edit"
@@ -120,27 +115,35 @@ def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
     with open(repo / "tasks" / "stats.py", "a") as handle:
         handle.write("\n# an edit\n")
     changed = changed_deps(repo, env)
-    split = {s for s in paper_slugs() if (ROOT / "flows" / s / "claims.py").is_file()}
-    assert {f"{s}-eval" for s in split} <= changed
-    assert not (split - set(MEASURES_AN_INTERVAL)) & changed, "a statistics edit must not retrain a split paper"
+    papers = set(paper_slugs())
+    assert {f"{s}-eval" for s in papers} <= changed
+    assert not (papers - set(MEASURES_AN_INTERVAL)) & changed, "a statistics edit must not retrain a paper"
 
 
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
+    from paperflows.stages import load_experiment
+
     repo, env = repo_copy
     first, second = paper_slugs()[:2]
+    stages = [first, f"{first}-eval", second, f"{second}-eval"]
     committed = (ROOT / "results" / first / "metrics.json").read_bytes()
     raw = set_smoke(repo / "params.yaml", [first, second])
-    sh([str(BIN / "dvc"), "repro", first, second], repo, env)
-    assert not {first, second} & set(status(repo, env))
+    sh([str(BIN / "dvc"), "repro", f"{first}-eval", f"{second}-eval"], repo, env)  # each records stage first
+    assert not set(stages) & set(status(repo, env))
     written = json.loads((repo / "results" / first / "metrics.json").read_text())
-    assert written["params"] == raw["papers"][first] and written["smoke"] is False  # no --smoke: params decide
+    section = raw["papers"][first]
+    assert {k: written["params"][k] for k in section} == section and written["smoke"] is False  # params decide
     assert (ROOT / "results" / first / "metrics.json").read_bytes() == committed, "the copy's stage wrote outside the copy"
     claims = json.loads((repo / "results" / first / "claims.json").read_text())
     assert set(claims) == set(written["claims"]) and all(set(c) == {"observed", "verdict"} for c in claims.values())
 
-    raw["papers"][first]["seeds"] += 1
+    section["seeds"] += 1
     (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     # the split stage first (the papers read params/<slug>.yaml); the summary is stale from the smoke runs above
     assert changed_deps(repo, env) == {"params", "summary"}
-    out = sh([str(BIN / "dvc"), "repro", first, second], repo, env)
-    assert f"Running stage '{first}'" in out and f"Stage '{second}' didn't change" in out
+    out = sh([str(BIN / "dvc"), "repro", f"{first}-eval", f"{second}-eval"], repo, env)
+    assert f"Running stage '{first}'" in out and f"Running stage '{first}-eval'" in out
+    assert f"Stage '{second}' didn't change" in out and f"Stage '{second}-eval' didn't change" in out
+    meta = json.loads((repo / "records" / first / "meta.json").read_text())
+    new_seed = meta["seeds"][-1]
+    assert meta["seeds_run"] == ([new_seed] if load_experiment(first).seed_separable else meta["seeds"])

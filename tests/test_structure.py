@@ -68,7 +68,7 @@ def test_contract_imports_nothing_of_ours_but_pydantic():
 
 
 def test_importing_tasks_sets_no_environment():
-    code = "import os; before = dict(os.environ); import tasks, tasks.stats, tasks.paper; print(dict(os.environ) == before)"
+    code = "import os; before = dict(os.environ); import tasks, tasks.stats, tasks.experiment; print(dict(os.environ) == before)"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MPLBACKEND"))}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=True)
     assert result.stdout.strip() == "True"

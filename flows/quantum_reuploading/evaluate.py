@@ -11,6 +11,7 @@ from flows.quantum_reuploading import method
 from flows.quantum_reuploading.params import Params
 from tasks import estimates as est
 from tasks import stats
+from tasks.correlation import spearman
 from tasks.contract import RunOutput
 from tasks.records import Records
 
@@ -43,8 +44,8 @@ def _metrics(params: Params, rows: pd.DataFrame) -> dict:
         curve = [float(_acc(rows, ds, d, n0, 1).mean()) for d in ds_dims]
         per_seed = np.array([_acc(rows, ds, d, n0, 1) for d in ds_dims])  # (n_L, n_seeds)
         dn = out["deep_narrow"]
-        dn["spearman_L_test_acc"] = stats.spearman(Ls, curve)
-        dn["spearman_per_seed"] = [stats.spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]
+        dn["spearman_L_test_acc"] = spearman(Ls, curve)
+        dn["spearman_per_seed"] = [spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]
         dn["largest_L"] = Ls[-1]
         dn["largest_L_test_acc"] = stats.summarize(per_seed[-1])
         dn["smallest_L"] = Ls[0]
@@ -77,8 +78,8 @@ def _metrics(params: Params, rows: pd.DataFrame) -> dict:
     Ls = [d // (3 * n0) for d in dims]
     m[perm] = {
         "deep_narrow": {"test_acc": {str(L): c for L, c in zip(Ls, curve)},
-                        "spearman_L_test_acc": stats.spearman(Ls, curve),
-                        "spearman_per_seed": [stats.spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]},
+                        "spearman_L_test_acc": spearman(Ls, curve),
+                        "spearman_per_seed": [spearman(Ls, per_seed[:, i]) for i in range(per_seed.shape[1])]},
         "wide_minus_deep": {**stats.paired_difference(_acc(rows, perm, params.width_dim, params.width_dim // 3, 1),
                                                       _acc(rows, perm, params.width_dim, n0, 1)),
                             "D": params.width_dim},
