@@ -38,7 +38,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.climb_multitask.params import Params
-from tasks.correlation import spearman
+from tasks import correlation
 from tasks.segmentation import GroupLook, lesion_images
 from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
@@ -430,8 +430,8 @@ def ecg_experiment(p: Params, seed: int) -> dict:
     ehr_only = fusion_auc("concat", torch.zeros_like(tokens[train_rows]), ehr_t[train_rows], y_fit,
                           torch.zeros_like(tokens[test_rows]), ehr_t[test_rows], y_eval, p, seed)
     unimodal = [fusion[e]["ecg_only"] for e in encoders]
-    spearman = {kind: spearman(unimodal, [fusion[e][kind] for e in encoders]) for kind in FUSIONS}
-    spearman_shuffled = {kind: spearman(unimodal, [fusion[e][f"{kind}_shuffled_ecg"] for e in encoders])
+    spearman = {kind: correlation.spearman(unimodal, [fusion[e][kind] for e in encoders]) for kind in FUSIONS}
+    spearman_shuffled = {kind: correlation.spearman(unimodal, [fusion[e][f"{kind}_shuffled_ecg"] for e in encoders])
                          for kind in FUSIONS}
     return {"target_auc": target_auc, "few_shot": few_shot, "fusion": fusion, "ehr_only_auc": ehr_only,
             "spearman": spearman, "spearman_shuffled": spearman_shuffled,
