@@ -2,7 +2,8 @@
 observed value, interval and verdict must be identical.
 
 Interval dicts whose point estimate is named ``ratio`` or ``slope`` are read as the ``mean`` that
-``tasks.stats`` called them before the keys were named after the statistic.
+``tasks.stats`` called them before the keys were named after the statistic; the params every paper gained for
+the two looks (``seed_cap``, ``extra_seeds``) count as unchanged at their defaults.
 Usage: python benchmarks/compare_results.py OLD_RESULTS_DIR NEW_RESULTS_DIR [SLUG ...]
 Exit 1 when any paper differs.
 """
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 RENAMED = ("ratio", "slope")
+SEED_DEFAULTS = {"seed_cap": None, "extra_seeds": 0}
+"""Params every paper gained with the two looks: at these values, absent before, they change nothing."""
 
 
 def flatten(node: dict, prefix: str = "") -> dict:
@@ -53,7 +56,7 @@ def differences(old: dict, new: dict) -> list[str]:
         for field in ("observed", "ci_low", "ci_high", "verdict", "threshold", "comparison"):
             if not same(claim.get(field), fresh.get(field)):
                 problems.append(f"claim {cid}.{field}: {claim.get(field)!r} -> {fresh.get(field)!r}")
-    if old["params"] != new["params"]:
+    if old["params"] != {k: v for k, v in new["params"].items() if k in old["params"] or SEED_DEFAULTS.get(k, v) != v}:
         problems.append("params differ")
     return problems
 

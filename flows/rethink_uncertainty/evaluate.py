@@ -84,9 +84,11 @@ def _al_metrics(al_rows: pd.DataFrame) -> dict:
     def final(acq: str) -> dict:
         return {"acquisition": acq, "round": last}
 
-    # mean accuracy over all rounds (area under the learning curve), one row per seed and acquisition
-    area = al_rows.groupby(["acquisition", "seed"], as_index=False)["test_acc"].mean()
     acqs = (*method.ACQUISITIONS, method.CONTROL_ACQUISITION)
+    # mean accuracy over all rounds (area under the learning curve), one row per seed and acquisition; grouped one
+    # acquisition at a time, which sums each seed's rounds in the same order as the one-stage flow did
+    area = pd.concat([al_rows[al_rows["acquisition"] == a].groupby("seed", as_index=False)["test_acc"].mean()
+                      .assign(acquisition=a) for a in acqs], ignore_index=True)
     pairs = [("bald", "random"), ("entropy", "random"), ("bald", "entropy"), (method.CONTROL_ACQUISITION, "random")]
     return {
         "n_acquired_final": int(al_rows.loc[al_rows["round"] == last, "n_acquired"].iloc[0]),
