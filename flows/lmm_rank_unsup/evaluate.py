@@ -16,8 +16,9 @@ from tasks.records import Records
 
 
 def _per_seed(rankings: pd.DataFrame, ranker: str, targets: list[str], value: str = "rho") -> np.ndarray:
-    """``value`` of ``ranker`` per seed and target, shape (n_seeds, n_targets)."""
-    return est.by_setting(rankings, value, "target", targets, ranker=ranker).T
+    """``value`` of ``ranker`` per seed and target, shape (n_seeds, n_targets), C-ordered: NumPy sums a row of a
+    transposed view in another order, which would move the last bits of every mean over targets."""
+    return np.ascontiguousarray(est.by_setting(rankings, value, "target", targets, ranker=ranker).T)
 
 
 def _clean_accuracy_range(models: pd.DataFrame) -> list[float]:
