@@ -84,23 +84,25 @@ def record(
 
 @app.command()
 def evaluate(
-    slug: str = typer.Argument(..., help="a split paper's slug"),
+    slugs: List[str] = typer.Argument(None, help="papers (default: all), scored one after the other in this process"),
     smoke: bool = typer.Option(False, help="score the smoke-scale records under .paperflows/smoke"),
     set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
     out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
-    """Score a split paper's stored records: estimates, claims, figure and report (no training)."""
+    """Score papers' stored records: estimates, claims, figure and report (no training). Outside DVC: `dvc repro
+    <slug>-eval` (or `paperflows repro --rescore`) is the tracked way."""
+    from paperflows.params import configured_slugs
     from paperflows.scoring import evaluate_paper
+    from paperflows.summary import counts_text
 
     out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
     try:
-        summary = evaluate_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_)
+        for slug in slugs or configured_slugs(params_file):
+            summary = evaluate_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_)
+            typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
     except Exception as err:
         _fail(err)
-    from paperflows.summary import counts_text
-
-    typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
 
 
 @app.command()
