@@ -13,6 +13,7 @@ import pandas as pd
 from flows.climb_multitask import method
 from flows.climb_multitask.params import SMOKE, Params
 from tasks.contract import RunContext
+from tasks.data import save_parquet
 from tasks.experiment import over_seeds, paper_experiment
 
 NESTED = ("few_shot", "fusion")  # setting -> arm -> value; spearman(_shuffled) are fusion -> value
@@ -22,7 +23,9 @@ NESTED = ("few_shot", "fusion")  # setting -> arm -> value; spearman(_shuffled) 
 def climb_multitask_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
     """Multitask pretraining, single-task and permuted-label encoders on the mini-CLIMB of every seed."""
     runs = sorted(over_seeds(method.run_seed, ctx.seeds, p=params), key=lambda r: r["seed"])
-    return {"scores": pd.DataFrame([row for r in runs for row in score_rows(r)])}
+    scores = pd.DataFrame([row for r in runs for row in score_rows(r)])
+    save_parquet(scores, ctx.data_dir / "scores.parquet")  # the mini-CLIMB is regenerated per seed: its scores
+    return {"scores": scores}
 
 
 def score_rows(run: dict) -> list[dict]:
