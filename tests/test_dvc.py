@@ -64,8 +64,12 @@ def stage_sources() -> dict[str, str]:
     sources = {}
     for slug in paper_slugs():
         files = sorted((ROOT / "flows" / slug).glob("*.py"))
+        evaluation = "\n".join(p.read_text() for p in files if p.name in EVALUATION_FILES)
+        # the evaluation runs what it imports from its own folder too (method.py's helpers, params.py)
+        own = [p for p in files if p.name not in EVALUATION_FILES and re.search(
+            rf"from flows\.{slug}(\.{p.stem} import| import [^\n]*\b{p.stem}\b)", evaluation)]
         sources[slug] = "\n".join(p.read_text() for p in files if p.name not in EVALUATION_FILES)
-        sources[f"{slug}-eval"] = "\n".join(p.read_text() for p in files if p.name in EVALUATION_FILES)
+        sources[f"{slug}-eval"] = "\n".join([evaluation, *(p.read_text() for p in own)])
     return sources
 
 
