@@ -22,6 +22,11 @@ def _fail(err: BaseException) -> None:
     raise typer.Exit(1)
 
 
+def _out_root(out: Optional[Path], smoke: bool) -> Path:
+    """Where a run writes: ``--out``, else the repo, or ``.paperflows/smoke`` at smoke scale."""
+    return out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+
+
 @app.command("list")
 def list_papers() -> None:
     """Papers, their class, claims and last verdicts."""
@@ -42,13 +47,13 @@ def run(
     set_: List[str] = typer.Option([], "--set", help="override, e.g. --set k=200 or --set common.seed=3"),
     runner: str = typer.Option("threads", help="threads | processes | dask"),
     dask_address: Optional[str] = typer.Option(None, help="address of an existing Dask scheduler (with --runner dask)"),
-    out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
+    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
     """Run one paper's flow and check its claims."""
     from paperflows.pipeline import run_paper
 
-    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+    out_root = _out_root(out, smoke)
     try:
         summary = run_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
                             runner=runner, dask_address=dask_address)
@@ -61,18 +66,18 @@ def run(
 
 @app.command()
 def record(
-    slug: str = typer.Argument(..., help="a split paper's slug"),
+    slug: str = typer.Argument(..., help="paper slug, e.g. lapsum"),
     smoke: bool = typer.Option(False, help="smoke scale; writes under .paperflows/smoke unless --out is given"),
     set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
     runner: str = typer.Option("threads", help="threads | processes | dask"),
     dask_address: Optional[str] = typer.Option(None, help="address of an existing Dask scheduler (with --runner dask)"),
-    out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
+    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
-    """Run a split paper's experiment into data/<slug>/records (only the seeds the records lack)."""
+    """Run a paper's experiment into records/<slug> (only the seeds the records lack)."""
     from paperflows.stages import record_paper
 
-    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+    out_root = _out_root(out, smoke)
     try:
         summary = record_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
                                runner=runner, dask_address=dask_address)
@@ -87,7 +92,7 @@ def evaluate(
     slugs: List[str] = typer.Argument(None, help="papers (default: all), scored one after the other in this process"),
     smoke: bool = typer.Option(False, help="score the smoke-scale records under .paperflows/smoke"),
     set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
-    out: Optional[Path] = typer.Option(None, help="root for data/ and results/ (default: the repo)"),
+    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
     params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
 ) -> None:
     """Score papers' stored records: estimates, claims, figure and report (no training). Outside DVC: `dvc repro
@@ -96,7 +101,7 @@ def evaluate(
     from paperflows.scoring import evaluate_paper
     from paperflows.summary import counts_text
 
-    out_root = out or (Path(".paperflows") / "smoke" if smoke else Path("."))
+    out_root = _out_root(out, smoke)
     try:
         for slug in slugs or configured_slugs(params_file):
             summary = evaluate_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_)
@@ -106,7 +111,7 @@ def evaluate(
 
 
 @app.command()
-def extend(slugs: List[str] = typer.Argument(None, help="papers (default: every split paper with a seed_cap)"),
+def extend(slugs: List[str] = typer.Argument(None, help="papers (default: all; those without a seed_cap are skipped)"),
            params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
     """Second looks: for each paper with a seed_cap whose committed look 1 left a claim undecided, set
     extra_seeds (up to the cap) in params.yaml; `dvc repro` then runs only the new seeds and re-scores."""
@@ -125,7 +130,7 @@ def extend(slugs: List[str] = typer.Argument(None, help="papers (default: every 
 
 @app.command()
 def check(params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
-          claims: bool = typer.Option(False, "--claims", help="also score each split paper's committed records in "
+          claims: bool = typer.Option(False, "--claims", help="also score each paper's committed records in "
                                       "memory and look up every path its claims name (seconds per paper)")) -> None:
     """Validate params.yaml and the flow registry without starting Prefect or importing any method."""
     from paperflows.params import check_params_file, configured_slugs
