@@ -204,14 +204,17 @@ def split_params() -> None:
 @app.command()
 def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs: rerun just these (forced)"),
           rescore: bool = typer.Option(False, help="only the evaluation stages, forced: re-score the committed "
-                                       "records (no training; about 2 s per paper)")) -> None:
+                                       "records in one process (no training; about 1 s per paper)"),
+          dask_address: Optional[str] = typer.Option(None, help="run the papers on the Dask workers of this "
+                                                     "scheduler (one per machine, each in a clone at this commit)"),
+          workers: int = typer.Option(0, help="run the papers on this many local Dask worker processes")) -> None:
     """Run every changed paper through DVC (saying first how many and for how long), with each one's place in the
     queue and the elapsed time."""
     from paperflows.repro import repro as run_all
 
     chosen = [s.strip() for s in papers.split(",") if s.strip()] if papers else []
     try:
-        code = run_all(typer.echo, chosen, rescore=rescore)
+        code = run_all(typer.echo, chosen, rescore=rescore, dask_address=dask_address, workers=workers)
     except Exception as err:
         _fail(err)
     raise typer.Exit(code)

@@ -5,7 +5,9 @@ DVC prints little while a stage runs, and a full run takes the better part of an
 outputs are in no DVC cache), says how many and roughly how long from the committed runtimes before it starts,
 then runs them one by one (``dvc repro <slug>``), printing each one's place in the queue, its time and the
 elapsed total; a last ``dvc repro`` brings the summary (and anything else) up to date.
-``papers`` restricts the run to a chosen subset, rerun even where DVC sees no change (``--force``).
+``papers`` restricts the run to a chosen subset, rerun even where DVC sees no change (``--force``); the other
+papers are left as they are. ``rescore`` runs only evaluation stages, in one process, recorded with ``dvc commit``;
+``dask_address``/``workers`` spread the papers over Dask workers (:mod:`paperflows.scaleout`).
 """
 
 from __future__ import annotations
@@ -45,11 +47,9 @@ def stages_to_run(slugs: Sequence[str]) -> list[str]:
     return [stage for slug in slugs for stage in paper_stage_names(slug) if stage in changed]
 
 
-def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")) -> float:
-    """Rough wall time of running ``stages``: a paper's (or records) stage costs its committed flow-body time
-    (``metrics.json``) plus the per-stage overhead, a paper without committed results the median of the
-    others; an evaluation stage a few seconds."""
-    slugs = [stage for stage in stages if not stage.endswith(EVAL_SUFFIX)]
+def committed_seconds(slugs: Sequence[str], results_root: Path = Path("results")) -> dict[str, float]:
+    """Each paper's committed flow-body time (``metrics.json``); the median of the others for a paper without
+    committed results."""
     known = {}
     for slug in slugs:
         path = results_root / slug / "metrics.json"
@@ -58,7 +58,14 @@ def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")
             if isinstance(body, (int, float)):
                 known[slug] = float(body)
     fallback = sorted(known.values())[len(known) // 2] if known else 60.0
-    return (sum(known.get(slug, fallback) + STAGE_OVERHEAD_S for slug in slugs)
+    return {slug: known.get(slug, fallback) for slug in slugs}
+
+
+def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")) -> float:
+    """Rough wall time of running ``stages``: a records stage costs its committed flow-body time plus the
+    per-stage overhead, an evaluation stage a few seconds."""
+    slugs = [stage for stage in stages if not stage.endswith(EVAL_SUFFIX)]
+    return (sum(seconds + STAGE_OVERHEAD_S for seconds in committed_seconds(slugs, results_root).values())
             + EVAL_STAGE_S * (len(stages) - len(slugs)))
 
 
@@ -69,11 +76,20 @@ def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
     return [slug for slug in slugs if slug in set(papers)]
 
 
-def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), rescore: bool = False) -> int:
+def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), rescore: bool = False,
+          dask_address: str | None = None, workers: int = 0) -> int:
     """Run every changed paper (or the ``papers`` given, forced), then the rest of the pipeline; returns the
     exit code of the first failure (or 0). ``rescore``: only the evaluation stages of the split papers (of
-    ``papers``, or all), forced, on the committed records: what a fresh clone can do without training."""
+    ``papers``, or all), forced, on the committed records: what a fresh clone can do without training.
+    ``dask_address`` (or ``workers`` local processes): the papers run on Dask workers (:mod:`paperflows.scaleout`)."""
     slugs = configured_slugs()
+    # first params/<slug>.yaml from params.yaml: the stages read params.yaml, DVC records their section's file
+    code = subprocess.run(_dvc("repro", "--single-item", "params"), capture_output=True, text=True).returncode
+    if code:
+        echo("dvc repro params failed: run `paperflows check`")
+        return code
+    if dask_address or workers:
+        return repro_scaled_out(slugs, papers, dask_address, workers, echo)
     if rescore:
         queue = [stage for slug in (choose(papers, slugs) if papers else slugs)
                  for stage in paper_stage_names(slug)[1:]]
@@ -86,10 +102,10 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
     echo(f"{len(queue)} stages of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
          + (f"; expected about {_clock(estimate)} (committed runtimes; 2 cores)" if queue else ""))
     started = time.monotonic()
-    if rescore:  # one DVC call for every evaluation stage, then the summary; nothing that would retrain
-        code = subprocess.run(_dvc("repro", "--single-item", "--force", *queue, "summary")).returncode
+    if rescore:
+        code = rescore_in_one_process(queue, echo)
         echo(f"re-scored {len(queue)} papers in {_clock(time.monotonic() - started)}" if code == 0
-             else f"dvc repro failed (exit {code})")
+             else f"re-scoring failed (exit {code})")
         return code
     for position, stage in enumerate(queue, 1):
         echo(f"[{position}/{len(queue)}] {stage} ... (elapsed {_clock(time.monotonic() - started)})")
@@ -102,9 +118,46 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
              f"(elapsed {_clock(time.monotonic() - started)})")
         if code:
             return code
-    code = subprocess.run(_dvc("repro")).returncode
-    echo(f"all stages up to date in {_clock(time.monotonic() - started)}" if code == 0 else f"dvc repro failed (exit {code})")
+    code = subprocess.run(_dvc(*the_rest(papers))).returncode
+    echo(f"done in {_clock(time.monotonic() - started)}" if code == 0 else f"dvc repro failed (exit {code})")
     return code
+
+
+def the_rest(papers: Sequence[str]) -> list[str]:
+    """The last DVC call: with chosen ``papers``, only the summary (the other papers stay as they are, stale or
+    not); otherwise everything still stale (the summary, evaluation stages of unchanged records)."""
+    return ["repro", "--single-item", "summary"] if papers else ["repro"]
+
+
+def repro_scaled_out(slugs: Sequence[str], papers: Sequence[str], dask_address: str | None, workers: int,
+                     echo: Callable[[str], None]) -> int:
+    """The ``papers`` (or every paper whose records stage is stale) on Dask, recorded with one ``dvc commit``;
+    then :func:`the_rest`."""
+    from paperflows.scaleout import repro_on_dask
+
+    chosen = choose(papers, slugs) if papers else [s for s in stages_to_run(slugs) if not s.endswith(EVAL_SUFFIX)]
+    started = time.monotonic()
+    code, failed = 0, repro_on_dask(chosen, committed_seconds(chosen), dask_address, workers, echo=echo)
+    done = [stage for slug in chosen if slug not in failed for stage in paper_stage_names(slug)]
+    if done:
+        code = subprocess.run(_dvc("commit", "--force", "--quiet", *done)).returncode
+    code = code or subprocess.run(_dvc(*the_rest(papers))).returncode
+    echo(f"{len(chosen) - len(failed)} of {len(chosen)} papers in {_clock(time.monotonic() - started)}"
+         + (f"; failed: {', '.join(failed)}" if failed else "") + ("" if code == 0 else f"; dvc failed (exit {code})"))
+    return 1 if failed else code
+
+
+def rescore_in_one_process(eval_stages: Sequence[str], echo: Callable[[str], None] = print) -> int:
+    """Run the commands of ``eval_stages`` (``paperflows evaluate <slug>`` each) in this process, then record them
+    with one ``dvc commit`` and bring the summary up to date. The outputs are those ``dvc repro`` would write;
+    what this saves is a process start and DVC's per-stage bookkeeping for each of them (about 5 s a paper)."""
+    from paperflows.scoring import evaluate_paper
+
+    for position, stage in enumerate(eval_stages, 1):
+        summary = evaluate_paper(stage.removesuffix(EVAL_SUFFIX))
+        echo(f"[{position}/{len(eval_stages)}] {stage} in {summary['wall_s']:.1f} s")
+    code = subprocess.run(_dvc("commit", "--force", "--quiet", *eval_stages)).returncode
+    return code or subprocess.run(_dvc("repro", "--single-item", "summary")).returncode
 
 
 def _clock(seconds: float) -> str:

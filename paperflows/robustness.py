@@ -41,7 +41,7 @@ def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Pat
         record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"),
                                   "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}
                                              for cid, result in fresh["claims"].items()}}
-    atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)
+        atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)  # per paper: an interrupted run keeps them
     write_robustness_report(record, root / "results", configured_slugs(params_file))
     return record
 

@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.stats
 import torch
 from conftest import params_for
 
@@ -262,10 +263,18 @@ def test_stability_difference_mean_worst_and_fitted_function():
     dist = {("a", "tpnn"): D(0.2), ("a", "na2m"): D(0.6), ("b", "tpnn"): D(0.5), ("b", "na2m"): D(0.4),
             ("a", "tpnn", "f"): D(0.1), ("a", "na2m", "f"): D(0.1), ("b", "tpnn", "f"): D(0.3),
             ("b", "na2m", "f"): D(0.3)}
-    boots = [np.array([0, 1, 2, 3]), np.array([0, 0, 1, 2])]
-    out = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "", boots)
+    out = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "")
     assert out["by_dataset"] == pytest.approx({"a": 0.4, "b": -0.1})
     assert out["mean"] == pytest.approx(0.15) and out["worst"] == pytest.approx(-0.1)
     assert out["worst_ci_low"] == pytest.approx(-0.1) and out["worst_ci_high"] == pytest.approx(-0.1)
-    f = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "f", boots)
+    f = _stability_difference(["a", "b"], dist, "tpnn", "na2m", "f")
     assert f["mean"] == pytest.approx(0.0) and f["worst"] == pytest.approx(0.0)
+    # one run far from the others: the interval is the jackknife over runs, by hand
+    dist[("a", "tpnn")][0, 0, 1:] = dist[("a", "tpnn")][0, 1:, 0] = 0.8
+    out = _stability_difference(["a"], dist, "tpnn", "na2m", "")
+    # without run 0 every pair is at 0.2 (stability 0.8), without another run 2 of 3 pairs are at 0.8 (0.4);
+    # minus na2m's stability 0.4
+    leave_one_out = np.array([0.4, 0.0, 0.0, 0.0])
+    half = scipy.stats.t.ppf(0.975, 3) * np.sqrt(3 / 4 * np.sum((leave_one_out - leave_one_out.mean()) ** 2))
+    assert out["mean"] == pytest.approx(1 - (3 * 0.8 + 3 * 0.2) / 6 - 0.4)
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx((out["mean"] - half, out["mean"] + half))

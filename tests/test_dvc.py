@@ -115,6 +115,8 @@ def test_editing_a_tasks_module_reruns_exactly_the_stages_that_import_it(repo_co
 
 
 def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
+    """... and `paperflows repro --rescore` re-scores in one process, recording the stages with `dvc commit`: the
+    papers it re-scored then read up to date, the others still stale, and no records stage ran."""
     repo, env = repo_copy
     with open(repo / "tasks" / "stats.py", "a") as handle:
         handle.write("\n# an edit\n")
@@ -122,6 +124,14 @@ def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
     papers = set(paper_slugs())
     assert {f"{s}-eval" for s in papers} <= changed
     assert not (papers - set(MEASURES_AN_INTERVAL)) & changed, "a statistics edit must not retrain a paper"
+
+    first, second, third = paper_slugs()[:3]
+    records = {slug: (repo / "records" / slug / "meta.json").read_bytes() for slug in (first, second)}
+    out = sh([str(BIN / "paperflows"), "repro", "--rescore", "--papers", f"{first},{second}"], repo, env)
+    assert "re-scored 2 papers" in out
+    changed = changed_deps(repo, env)
+    assert not {f"{first}-eval", f"{second}-eval", "summary"} & changed and f"{third}-eval" in changed
+    assert all((repo / "records" / slug / "meta.json").read_bytes() == meta for slug, meta in records.items())
 
 
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
@@ -151,3 +161,4 @@ def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     meta = json.loads((repo / "records" / first / "meta.json").read_text())
     new_seed = meta["seeds"][-1]
     assert meta["seeds_run"] == ([new_seed] if load_experiment(first).seed_separable else meta["seeds"])
+

@@ -38,7 +38,6 @@ class Params(PaperParams):
     ebm_interaction_bins: int = Field(ge=4, description="EBM bins per feature in pair terms (interpret default 64)")
     ebm_runs: int = Field(ge=0, description="EBM is fitted on the first this many runs only")
     centring_probes: int = Field(ge=1, description="probe values per argument in the sum-to-zero check")
-    n_boot: int = Field(ge=100, description="bootstrap resamples of the runs for the stability intervals")
 
     @model_validator(mode="after")
     def _consistent(self) -> Params:
@@ -52,4 +51,4 @@ class Params(PaperParams):
 
 
 SMOKE = {"seeds": 2, "datasets": ["synthetic"], "synth_n": 300, "eval_rows": 150, "epochs": 20, "synth_epochs": 20, "eval_every": 10,
-         "ebm_runs": 1, "ebm_interactions": 2, "centring_probes": 4, "n_boot": 200}
+         "ebm_runs": 1, "ebm_interactions": 2, "centring_probes": 4}

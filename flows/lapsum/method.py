@@ -393,51 +393,52 @@ def correctness(seed: int, n: int = 200, batch: int = 4, n_grad: int = 24, alpha
 # --- A: runtime scaling ----------------------------------------------------------------------------
 
 
-def time_forward_backward(method: str, n: int, batch: int = 4, reps: int = 3, tau: float = 1.0,
-                          sinkhorn_iter: int = 100, seed: int = 0, dtype=torch.float32) -> tuple[float, float]:
-    """(cpu_s, wall_s) of one forward + backward of ``method`` at k = n // 10 on (batch, n) scores,
-    each the minimum over ``reps`` timed calls after one warm-up call.
+def time_interleaved(cells: list[tuple[str, int]], batch: int = 4, reps: int = 3, tau: float = 1.0,
+                     sinkhorn_iter: int = 100, seed: int = 0, dtype=torch.float32) -> dict[tuple[str, int], tuple[float, float]]:
+    """``{(method, n): (cpu_s, wall_s)}``: one forward + backward of each method at k = n // 10 on (batch, n)
+    scores, each the minimum over ``reps`` timed calls after one warm-up round.
 
+    The cells are interleaved: every round times each (method, n) once, so a change in machine load during
+    the run hits every method and size alike, and a ratio of two cells compares calls made side by side.
     cpu_s is the calling thread's CPU time (``time.thread_time``) when torch runs on one thread (CPU
     autograd also runs on the calling thread), else the process CPU time: unlike wall-clock time it
     does not grow when other processes compete for the cores of a shared machine.
     """
     g = torch.Generator().manual_seed(seed)
-    fn = topk_fn(method, tau, sinkhorn_iter)
-    r = torch.randn(batch, n, generator=g, dtype=dtype)
-    v = torch.randn(batch, n, generator=g, dtype=dtype)
-    k = max(1, n // 10)
+    inputs = {n: (torch.randn(batch, n, generator=g, dtype=dtype), torch.randn(batch, n, generator=g, dtype=dtype))
+              for n in sorted({n for _, n in cells})}
+    fns = {method: topk_fn(method, tau, sinkhorn_iter) for method in {method for method, _ in cells}}
     cpu_clock = time.thread_time if torch.get_num_threads() == 1 else time.process_time
-    cpu, wall = [], []
-    for _ in range(reps + 1):  # the first call warms up
-        x = r.clone().requires_grad_(True)
-        c0, t0 = cpu_clock(), time.perf_counter()
-        p = fn(x, k)
-        (p * v).sum().backward()
-        cpu.append(cpu_clock() - c0)
-        wall.append(time.perf_counter() - t0)
-    return float(min(cpu[1:])), float(min(wall[1:]))
+    cpu = {cell: [] for cell in cells}
+    wall = {cell: [] for cell in cells}
+    for _ in range(reps + 1):  # the first round warms up
+        for method, n in cells:
+            r, v = inputs[n]
+            x = r.clone().requires_grad_(True)
+            c0, t0 = cpu_clock(), time.perf_counter()
+            p = fns[method](x, max(1, n // 10))
+            (p * v).sum().backward()
+            cpu[(method, n)].append(cpu_clock() - c0)
+            wall[(method, n)].append(time.perf_counter() - t0)
+    return {cell: (float(min(cpu[cell][1:])), float(min(wall[cell][1:]))) for cell in cells}
 
 
 def scaling_rows(ns: list[int], methods: list[str], quadratic_cap: int, sinkhorn_cap: int, batch: int = 4,
                  reps: int = 3, tau: float = 1.0, sinkhorn_iter: int = 100, threads: int | None = 1) -> list[dict]:
-    """Rows {method, n, cpu_s, wall_s} of forward+backward time (k = n/10, float32, min over ``reps``);
-    quadratic baselines up to ``quadratic_cap`` items, Sinkhorn (autograd memory O(n * iterations))
-    up to ``sinkhorn_cap``.  ``threads``: torch intra-op threads while timing (process-wide; restored
-    afterwards; None keeps the current setting).  Run it while nothing else computes."""
+    """Rows {method, n, cpu_s, wall_s} of forward+backward time (k = n/10, float32, min over ``reps`` interleaved
+    rounds: :func:`time_interleaved`); quadratic baselines up to ``quadratic_cap`` items, Sinkhorn (autograd
+    memory O(n * iterations)) up to ``sinkhorn_cap``.  ``threads``: torch intra-op threads while timing
+    (process-wide; restored afterwards; None keeps the current setting)."""
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
-        rows = []
-        for method in methods:
-            cap = quadratic_cap if method in QUADRATIC else sinkhorn_cap if method == "sinkhorn" else None
-            for n in ns:
-                if cap is not None and n > cap:
-                    continue
-                cpu_s, wall_s = time_forward_backward(method, int(n), batch, reps, tau, sinkhorn_iter)
-                rows.append({"method": method, "n": int(n), "cpu_s": cpu_s, "wall_s": wall_s})
-        return rows
+        caps = {method: quadratic_cap if method in QUADRATIC else sinkhorn_cap if method == "sinkhorn" else None
+                for method in methods}
+        cells = [(method, int(n)) for method in methods for n in ns if caps[method] is None or n <= caps[method]]
+        timed = time_interleaved(cells, batch, reps, tau, sinkhorn_iter)
+        return [{"method": method, "n": n, "cpu_s": timed[(method, n)][0], "wall_s": timed[(method, n)][1]}
+                for method, n in cells]
     finally:
         torch.set_num_threads(previous)
 

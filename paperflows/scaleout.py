@@ -1,0 +1,119 @@
+"""Several machines on one reproduction: Dask workers run papers' stage commands, DVC records the results here.
+
+One ``dask worker tcp://<scheduler>:8786`` per machine, each started in a clone of this repository at the same
+commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere), and ``paperflows repro --dask-address
+tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
+(committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
+(``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
+folder, from scratch (as ``repro --papers`` does), and sends back the paper's ``data/``, ``records/`` and
+``results/`` folders as files. This machine puts each in place atomically as it arrives, then records every
+finished stage with one ``dvc commit`` (the outputs are those ``dvc repro`` would have written with the same code
+and params) and lets a last ``dvc repro`` bring the rest up to date. Without an address, ``workers`` local
+processes stand in for the machines (``paperflows repro --workers 2``).
+
+Why Dask and not Prefect work pools or DVC's experiment queue: DVC's queue runs its workers on the machine that
+queued them, and a Prefect worker would leave each paper's outputs on the machine that ran it; a Dask future brings
+the outputs back to the one checkout that DVC tracks, with nothing shared but the scheduler's address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from paperflows.stages import FRESH_ENV
+from tasks.io import replace_dir
+
+REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
+OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
+
+
+def tree_digest(repo: Path) -> str:
+    """The commit checked out in ``repo`` and a digest of its uncommitted changes to tracked files: two clones
+    with the same digest run the same code and params."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=repo, capture_output=True, check=True).stdout
+    return f"{head.strip()}+{hashlib.md5(diff).hexdigest()[:12]}"
+
+
+def run_paper_stages(slug: str, expected_tree: str, driver_repo: str) -> dict[str, dict[str, bytes]]:
+    """On a worker: the paper's records and evaluation commands, from scratch, into a scratch folder; returns
+    ``{folder: {relative path: bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params
+    differ from the driver's."""
+    repo = Path(os.environ.get(REPO_ENV, driver_repo))
+    found = tree_digest(repo)
+    if found != expected_tree:
+        raise RuntimeError(f"the worker's clone {repo} is at {found}, the driver's at {expected_tree}: "
+                           "check out the same commit (and the same uncommitted changes) on every machine")
+    env = {**os.environ, FRESH_ENV: "1"}
+    with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
+        for command in ("record", "evaluate"):
+            done = subprocess.run([sys.executable, "-m", "paperflows", command, slug, "--out", scratch], cwd=repo,
+                                  env=env, capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"paperflows {command} {slug} failed on the worker:\n{done.stderr[-2000:]}")
+        return {folder: {str(path.relative_to(Path(scratch) / folder / slug)): path.read_bytes()
+                         for path in sorted((Path(scratch) / folder / slug).rglob("*")) if path.is_file()}
+                for folder in OUTPUT_FOLDERS}
+
+
+def put_outputs(root: Path, slug: str, outputs: dict[str, dict[str, bytes]]) -> None:
+    """Write a paper's outputs as they came from its worker, each folder swapped in whole (atomically)."""
+    for folder, files in outputs.items():
+        final = root / folder / slug
+        staging = final.with_name(f".{slug}.incoming")
+        for relative, content in files.items():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staging / relative).write_bytes(content)
+        staging.mkdir(parents=True, exist_ok=True)  # a stage that wrote nothing under a folder still owns it
+        replace_dir(staging, final)
+
+
+def expected_makespan_s(durations: Sequence[float], machines: int) -> float:
+    """The wall time of running ``durations`` longest first on ``machines`` one-at-a-time workers (the greedy
+    schedule Dask follows when each worker takes the next task as it frees up)."""
+    loads = [0.0] * max(1, machines)
+    for duration in sorted(durations, reverse=True):
+        loads[loads.index(min(loads))] += duration
+    return max(loads)
+
+
+def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: str | None = None, workers: int = 2,
+                  root: Path = Path("."), echo: Callable[[str], None] = print) -> list[str]:
+    """Run ``slugs`` on the Dask cluster at ``address`` (or a local one of ``workers`` processes), longest first
+    by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed."""
+    from distributed import Client, LocalCluster, as_completed
+
+    root = Path(root).resolve()
+    tree = tree_digest(root)
+    cluster = None if address else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                dashboard_address=None)
+    failed: list[str] = []
+    try:
+        with Client(address or cluster) as client:
+            machines = len(client.scheduler_info()["workers"])
+            queue = sorted(slugs, key=lambda slug: -durations[slug])
+            makespan = expected_makespan_s([durations[slug] for slug in queue], machines)
+            echo(f"{len(queue)} papers on {machines} Dask workers; expected about {makespan / 60:.0f} min "
+                 f"(longest first, committed runtimes)")
+            started = time.monotonic()
+            futures = {client.submit(run_paper_stages, slug, tree, str(root), key=f"paperflows-{slug}", pure=False): slug
+                       for slug in queue}
+            for position, future in enumerate(as_completed(futures), 1):
+                slug = futures[future]
+                try:
+                    put_outputs(root, slug, future.result())
+                    echo(f"[{position}/{len(queue)}] {slug} done (elapsed {time.monotonic() - started:.0f} s)")
+                except Exception as err:  # one paper's failure must not lose the others' outputs
+                    failed.append(slug)
+                    echo(f"[{position}/{len(queue)}] {slug} FAILED: {err}")
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return failed
