@@ -13,6 +13,8 @@ before fails it):
 * **median, ratio of medians**: distribution-free order statistics (a binomial argument, no shape assumed).
   Below 6 seeds no pair of order statistics covers the median with 95%, and the interval is NaN (no
   interval: a claim on it is inconclusive) rather than one that claims a coverage it does not have.
+* **proportion of independent items** (k of n items pooled, not a mean over seeds): Clopper-Pearson, exact
+  (conservative) at any n; the tests compute its coverage at the item counts used.
 
 One seed gives no interval (NaN): a single seed cannot show spread. Zero spread (every seed equal, as for an
 exact computation) gives the point itself.
@@ -226,3 +228,25 @@ def median_ratio(num: Sequence[float], den: Sequence[float], censor: float,
     low = ia["ci_low"] / bound(ib["ci_high"])
     high = bound(ia["ci_high"]) / ib["ci_low"]
     return {"ratio": ratio, "ci_low": float(low), "ci_high": float(high)}
+
+
+def proportion_ci(k: int, n: int, confidence: float | None = None) -> dict[str, float]:
+    """``{"mean", "ci_low", "ci_high", "n", "k"}``: the proportion ``k / n`` of ``n`` independent items (items
+    pooled, e.g. over seeds, not one value per seed) with the Clopper-Pearson interval, at the block's level
+    (:func:`confidence_level`) unless ``confidence`` is given. NaN with no items.
+
+    Only for items that are independent given the proportion: items that share a seed's model and differ in
+    their proportions between seeds make the interval too narrow (then take one proportion per seed and
+    :func:`summarize` them). Clopper-Pearson inverts two exact binomial tests, so its coverage is at least
+    ``confidence`` at every n and proportion (``tests/test_stats.py`` computes it at the item counts used).
+    The Wilson score interval is narrower but its coverage oscillates below nominal: 0.929 at 7 of 84, the
+    count delphi_autointerp's claim reads, for a nominal 0.95.
+    """
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"proportion_ci needs 0 <= k <= n, got k = {k}, n = {n}")
+    if n == 0:
+        return {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": 0, "k": 0}
+    tail = (1.0 - _level(confidence)) / 2.0
+    low = float(sps.beta.ppf(tail, k, n - k + 1)) if k > 0 else 0.0
+    high = float(sps.beta.ppf(1.0 - tail, k + 1, n - k)) if k < n else 1.0
+    return {"mean": k / n, "ci_low": low, "ci_high": high, "n": int(n), "k": int(k)}

@@ -98,7 +98,7 @@ def _setup(p: Params, rows: pd.DataFrame) -> str:
         "tokens per review. Test rationales are Gumbel samples without dropout (the official validation keeps "
         f"sampling). {p.seeds} seeds; RNP and A2I-RNP (and FR and A2I-FR) share their initialisation and noise "
         "stream, so each pair differs by the attack-and-instruction step alone (a unit test checks that A2I with "
-        "adv_lambda = 0 trains the same weights). Intervals: paired bootstrap over seeds."
+        "adv_lambda = 0 trains the same weights). Intervals: 95% Student-t intervals over seeds, differences paired by seed."
     )
 
 

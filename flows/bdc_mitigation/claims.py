@@ -16,11 +16,11 @@ def _no_preserving_beats_vanilla(recipe: str) -> Claim:
         id=f"no_preserving_strategy_beats_vanilla_{recipe}",
         text=("No semantic-preserving strategy yields a significant improvement in resistance over the vanilla case "
               "(i.e., no benchmark update) across all benchmarks -- number of semantic-preserving strategies whose "
-              "resistance minus vanilla's has a paired 95% bootstrap lower bound > 0 in every benchmark family, "
+              "resistance minus vanilla's has a paired 95% Student-t lower bound > 0 in every benchmark family, "
               f"{recipe} contamination recipe, {STAND_IN} (each typo rate of the sweep counts as a strategy): 0"),
         source="abstract; plan claim check 1", metric=f"claims.preserving_beating_vanilla.{recipe}",
         comparison="<=", threshold=0.0, kind="direction", role="claim",
-        no_interval_reason=("a count of strategies, each decided by its own paired 95% bootstrap interval over seeds "
+        no_interval_reason=("a count of strategies, each decided by its own paired 95% Student-t interval over seeds "
                             "in each benchmark family"),
         per_setting=f"claims.preserving_beating_vanilla_by_family.{recipe}",
         # the same significance test must be able to find an improvement where the paper says there is one

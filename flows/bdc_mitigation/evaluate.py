@@ -58,7 +58,7 @@ def _resistance_minus_vanilla(frame: pd.DataFrame, recipe: str, strategy: str, f
 
 
 def _beating_vanilla(frame: pd.DataFrame, recipe: str, strategies: list[str]) -> tuple[int, dict[str, int]]:
-    """How many ``strategies`` beat vanilla's resistance (paired bootstrap lower bound > 0) in every family, and
+    """How many ``strategies`` beat vanilla's resistance (paired Student-t lower bound > 0) in every family, and
     how many in each family."""
     significant = {s: {f: _resistance_minus_vanilla(frame, recipe, s, f)["ci_low"] > 0 for f in method.FAMILIES}
                    for s in strategies}
@@ -158,7 +158,7 @@ def _setup(p: Params, m: dict, examples: pd.DataFrame) -> str:
             f"for {p.mild_epochs} (mild) or {p.intensive_epochs} (intensive) epochs (Adam, lr {p.lr}, batch {p.batch_size}); "
             f"placebo = the same fine-tune on {b['placebo_items']} held-out non-benchmark items. Metrics per the official "
             "calculate_metrics.ipynb: fidelity = mean(clean_updated == clean_original), resistance = mean(clean_updated "
-            f"== conta_updated). {p.seeds} seeds (model training); intervals are 95% bootstraps over seeds. Examples: "
+            f"== conta_updated). {p.seeds} seeds (model training); intervals are 95% Student-t intervals over seeds (paired by seed for differences). Examples: "
             + "; ".join(f"{r.strategy}: \"{r.question}\" ({r.options})" for r in shown.itertuples()) + ".")
 
 

@@ -30,7 +30,7 @@ def evaluate(params: Params, records: Records) -> RunOutput:
         return est.per_seed(rows, col, instance=inst, T=T, method=m)
 
     ran = {i: [m for m in methods if ((rows["instance"] == i) & (rows["method"] == m)).any()] for i in insts}
-    # rows come in seed order (the seeds' rows, then LinUCB's), which the bootstrap of summarize_by keeps
+    # rows come in seed order (the seeds' rows, then LinUCB's); summarize_by's Student-t intervals do not depend on it
     regret = stats.summarize_by(rows, ["instance", "T", "method"], "regret")
     others = {i: [b for b in ran[i] if b != "blae"] for i in insts}
 

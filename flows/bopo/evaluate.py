@@ -67,7 +67,7 @@ def _measured(params: Params, m: dict) -> str:
     sample = "; ".join(f"{LABEL[k]} {100 * gs[k]['mean']:.2f}%" for k in order)
     r, c, a = m["ratio"], m["control"], m["ablation"]
     return (
-        f"**Measured** (mean over {params.seeds} seeds, 95% bootstrap interval over seeds). Greedy-decoding gap: {greedy}. "
+        f"**Measured** (mean over {params.seeds} seeds, 95% Student-t interval over seeds; gap ratios: jackknife-t interval of the ratio of seed means). Greedy-decoding gap: {greedy}. "
         f"Best-of-{params.eval_samples} sampling gap: {sample}. Gap ratios (greedy): BOPO / REINFORCE "
         f"{fmt_estimate(r['bopo_over_reinforce'])}, BOPO / SLIM {fmt_estimate(r['bopo_over_slim'])}; best-of-N: BOPO / REINFORCE "
         f"{fmt_estimate(r['bopo_over_reinforce_sample'])}, BOPO / SLIM {fmt_estimate(r['bopo_over_slim_sample'])}. Negative controls "

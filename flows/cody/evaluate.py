@@ -142,7 +142,7 @@ def _setup(p: Params, metrics: dict) -> str:
         "**Metric.** fid+(s) = share of explained events whose explanation flips the prediction's sign with sparsity "
         "|X| / |candidates| <= s; AUFSC+ = its integral over s in [0, 1] = mean over events of (1 - sparsity) for a "
         f"counterfactual, 0 otherwise. {p.seeds} seeds (a fresh stream, model and event draw per seed); intervals: "
-        "bootstrap over seeds of the ratio of mean AUFSC+. The best CoDy policy and the best baseline are the ones "
+        "jackknife-t interval over seeds of the ratio of mean AUFSC+ (`tasks.stats.ratio_of_means`). The best CoDy policy and the best baseline are the ones "
         "with the highest mean AUFSC+ of the run (the paper's comparison)."
     )
 

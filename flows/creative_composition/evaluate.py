@@ -183,6 +183,6 @@ def _measured(m: dict, themes: pd.DataFrame) -> str:
     if "real_data" in m:
         r = m["real_data"]
         lines.append(f"Real prompts ({r['prompts']} read, {r['kept_by_filter']} past the filters, {r['unique']} unique): "
-                     f"creative share {fmt(r['creative_share'])} (bootstrap over prompts), k = {r['k']}; JSD to suites "
+                     f"creative share {fmt(r['creative_share'])} (Student-t interval over prompts), k = {r['k']}; JSD to suites "
                      + ", ".join(f"{n}: {v:.3f}" for n, v in r["jsd"].items()) + ".")
     return "\n\n".join(lines)

@@ -81,7 +81,7 @@ def _setup(p: Params) -> str:
         f"no rotator). **Evaluation**: a fresh PointNet per set, {p.eval_steps} Adam steps (lr {p.eval_lr}, batch "
         f"{p.eval_batch}, official scale + jitter augmentation), final test accuracy; the rotator is on for DD3D, "
         f"random real (rotator), the untrained generator and the full set. {p.seeds} seeds; differences paired "
-        f"by seed, 95% bootstrap intervals."
+        f"by seed, 95% Student-t intervals."
     )
 
 

@@ -65,7 +65,7 @@ PAPER = Paper(
         Claim(id="intervention_recalls_missed_latents",
               text=("intervention scoring ... explains latents that are not recalled by existing methods -- among "
                     "SAE latents with detection accuracy < 0.6, the fraction with intervention score > 0.6 is >= "
-                    f"0.10 (pooled over seeds, Wilson 95% interval) {STANDIN}; {SWEEP}"),
+                    f"0.10 (latents pooled over seeds, Clopper-Pearson 95% interval) {STANDIN}; {SWEEP}"),
               source="abstract; plan claim 3 (magnitude; the threshold is the plan's own, the paper's claim is "
                      "qualitative: exploratory)",
               metric="claims.intervention_recall.mean", comparison=">=", threshold=0.10, kind="magnitude",

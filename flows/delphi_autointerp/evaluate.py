@@ -6,7 +6,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 from flows.delphi_autointerp import method
 from flows.delphi_autointerp.params import Params
@@ -38,13 +37,6 @@ def _worst(per_eps: dict[float, dict], larger_is_better: bool = True) -> dict:
     eps = min(per_eps, key=lambda e: per_eps[e]["ci_low"]) if larger_is_better else \
         max(per_eps, key=lambda e: per_eps[e]["ci_high"])
     return {**per_eps[eps], "eps": eps}
-
-
-def _wilson(k: int, n: int) -> dict:
-    if n == 0:
-        return {"mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": 0}
-    low, high = proportion_confint(k, n, method="wilson")
-    return {"mean": k / n, "ci_low": float(low), "ci_high": float(high), "n": n, "k": k}
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
@@ -86,14 +78,14 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     rec, rec_ctrl = {}, {}
     for e in eps_list:
         missed = sae[sae[f"detection@{e}"] < params.detection_low]
-        rec[e] = _wilson(int((missed["intervention"] > params.intervention_high).sum()), len(missed))
-        rec_ctrl[e] = _wilson(int((missed["intervention_shuffled"] > params.intervention_high).sum()), len(missed))
+        rec[e] = stats.proportion_ci(int((missed["intervention"] > params.intervention_high).sum()), len(missed))
+        rec_ctrl[e] = stats.proportion_ci(int((missed["intervention_shuffled"] > params.intervention_high).sum()), len(missed))
     finite = {e: r for e, r in rec.items() if r["n"] > 0}
     if finite:
         w = _worst(finite)
         claims["intervention_recall"], claims["intervention_recall_ctrl"] = w, rec_ctrl[w["eps"]]
     else:
-        claims["intervention_recall"] = claims["intervention_recall_ctrl"] = _wilson(0, 0)
+        claims["intervention_recall"] = claims["intervention_recall_ctrl"] = stats.proportion_ci(0, 0)
     claims["intervention_recall_by_eps"] = {str(e): rec[e]["mean"] for e in eps_list}
 
     # the guideline: quantile-sampled vs top-only explanation examples

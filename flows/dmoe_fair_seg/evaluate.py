@@ -73,7 +73,7 @@ def _setup(p: Params) -> str:
         f"Linear(c, {p.expansion}c)-ReLU-Linear({p.expansion}c, c)-Dropout({p.expert_dropout:g}), noisy top-{p.top_k} "
         f"router; dMoE has {p.n_groups} routers (one per group), MoE one. Metrics: per-image Dice averaged per group, "
         "worst group, gap (max - min group) and ES-Dice = Dice / (1 + sum_g |Dice_g - Dice|) (`tasks.groups`); "
-        "differences are paired over seeds with percentile-bootstrap 95% intervals."
+        "differences are paired over seeds with Student-t 95% intervals."
     )
 
 

@@ -88,7 +88,7 @@ def _setup(p: Params, m: dict) -> str:
         "query scene's points (zero-initialised output). Baseline: the same prototype head over a PointNet "
         "encoder (shared per-point MLP, global max-pool, per-point MLP on [local, global]). Ablations drop "
         "PCM or DyHoConv. The replicate is DyPolySeg with another initialisation and training-episode "
-        f"stream. {p.seeds} seeds; intervals: bootstrap over seeds of the paired per-seed differences."
+        f"stream. {p.seeds} seeds; intervals: Student-t over seeds of the paired per-seed differences."
     )
 
 

@@ -20,7 +20,7 @@ PAPER = Paper(
         Claim(id="minigrid_gbrl_ge_nn",
               text="GBRL outperforms NNs in domains with structured observations and categorical features: on the "
                    "MiniGrid categorical envs (Empty-5x5, DoorKey-5x5), PPO-GBRL final greedy return >= PPO-NN "
-                   "(mean over envs and seeds; interval: bootstrap over seeds; a tie touches the threshold and "
+                   "(mean over envs and seeds; interval: Student-t over seeds; a tie touches the threshold and "
                    "is inconclusive)",
               source="abstract; plan claim 1", metric="minigrid.diff.mean", comparison=">=", threshold=0.0,
               kind="direction", role="claim", interval=ci("minigrid.diff"),
@@ -31,7 +31,7 @@ PAPER = Paper(
                      "Empty-5x5 and 4,096 on DoorKey-5x5)"),
         Claim(id="cartpole_competitive",
               text="while maintaining competitive performance on standard control benchmarks: on CartPole, "
-                   "PPO-GBRL reaches >= 90% of PPO-NN's final greedy return (ratio of seed means, paired bootstrap)",
+                   "PPO-GBRL reaches >= 90% of PPO-NN's final greedy return (ratio of seed means, paired jackknife-t interval)",
               source="abstract; plan claim 2", metric="cartpole.ratio.ratio", comparison=">=", threshold=0.9,
               kind="magnitude", role="claim", interval=ci("cartpole.ratio"),
               control=Control(name=STRAWMAN, metric="cartpole.control_ratio.ratio",
@@ -40,7 +40,7 @@ PAPER = Paper(
         Claim(id="ood_drop_smaller",
               text="GBRL demonstrates superior robustness to out-of-distribution samples: under an unseen category in "
                    "the nuisance features, GBRL's relative return drop is smaller than NN's "
-                   "(NN drop - GBRL drop > 0; interval: bootstrap over seeds)",
+                   "(NN drop - GBRL drop > 0; interval: Student-t over seeds)",
               source="abstract; plan claim 3", metric="ood.drop_diff.mean", comparison=">", threshold=0.0,
               kind="direction", role="claim", interval=ci("ood.drop_diff"),
               control_reason="no cheap policy is known to be fragile to an unseen nuisance category: a random "

@@ -24,7 +24,7 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     control_envs = [e for e in params.envs if e != "irregular"]
     random_return = {e: est.per_seed(control, "return", env=e) for e in control_envs}
 
-    by_seed = runs.sort_values("seed", kind="stable")  # the bootstrap resamples seeds in this order
+    by_seed = runs.sort_values("seed", kind="stable")  # seeds in order (the Student-t intervals do not depend on it)
     final_return = stats.summarize_by(by_seed, ["env", "algo"], "final_return")
     curve_mean = stats.summarize_by(by_seed, ["env", "algo"], "curve_mean")
     minigrid_envs = [e for e in params.envs if e in MINIGRID]

@@ -122,7 +122,7 @@ def _setup(p: Params) -> str:
         "(first-order false belief, first-order true belief, reality, initial, second-order), under: no intervention, "
         "the chosen steering, K random heads (their own directions), the top-K heads along random directions of the "
         "same norm, and the chosen top-K heads mean-ablated at the answer position. "
-        f"{p.seeds} seeds; 95% bootstrap intervals over seeds."
+        f"{p.seeds} seeds; 95% Student-t intervals over seeds (paired by seed for differences)."
     )
 
 

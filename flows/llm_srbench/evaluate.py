@@ -115,7 +115,7 @@ def _setup(p: Params, m: dict) -> str:
         f"{p.search_buffer}, at most {p.search_max_terms} terms, explore {p.search_explore}); the memorizer of the 20 "
         f"original laws; the training mean; on LSR-Synth the oracle skeleton. Symbolic accuracy: SRBench's criterion "
         f"after rounding constants to {p.round_decimals} decimals; Acc_{p.tolerance:g}: max relative error; NMSE as "
-        f"the official code. {p.seeds} seeds; intervals are 95% bootstraps over seeds. Setup decisions made before "
+        f"the official code. {p.seeds} seeds; intervals are 95% Student-t intervals over seeds. Setup decisions made before "
         f"the first run: NMSE floored at {NMSE_FLOOR:g} in the OOD comparison; gplearn sized for the time budget."
     )
 

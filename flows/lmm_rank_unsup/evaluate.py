@@ -130,7 +130,7 @@ def _setup(p: Params) -> str:
             f"{p.consistency_samples} answers sampled from the softmax, agreement under {p.tta_samples} noisy copies "
             f"(std {p.tta_noise:g}). Comparator: accuracy on the labeled clean proxy split ({p.proxy_share:.0%}). Each "
             f"ranker is scored per target by Spearman rho and Kendall tau against the true accuracies; intervals are "
-            f"95% bootstraps over {p.seeds} seeds (each seed: a new split, zoo and targets).")
+            f"95% Student-t intervals over {p.seeds} seeds (each seed: a new split, zoo and targets).")
 
 
 def _measured(m: dict, accuracy: pd.DataFrame) -> str:

@@ -109,7 +109,7 @@ def _figure(examples: pd.DataFrame, per_seed: pd.DataFrame, seed: int, curve: pd
                                            [acc[m]["tail"]["ci_high"] - acc[m]["tail"]["mean"] for m in names]],
            capsize=4, color=[f"C{i}" for i in range(len(names))])
     ax.set_xticks(range(len(names)), [METHODS[m] for m in names], rotation=20, fontsize=8)
-    ax.set(ylabel="tail-class test accuracy (pp, 95% bootstrap CI)", title="B. methods (w chosen on validation)")
+    ax.set(ylabel="tail-class test accuracy (pp, 95% Student-t CI)", title="B. methods (w chosen on validation)")
 
     ax = axes[0, 2]
     bins = np.linspace(0, max(scores["epistemic"].max(), 1e-6), 30)
@@ -180,7 +180,7 @@ def _setup(p: Params, m: dict) -> str:
         "accuracy kept.\n\n"
         f"**Evaluation.** The predictor is fine-tuned ({p.finetune_steps} Adam steps, lr {p.finetune_lr:g}, batches "
         f"of {p.batch_size} drawn from long-tailed + synthetic data; 'no extra data' gets the same steps on the "
-        "long-tailed data alone). Tail-class test accuracy, paired over seeds, with 95% bootstrap CIs."
+        "long-tailed data alone). Tail-class test accuracy, paired over seeds, with 95% Student-t CIs."
     )
 
 

@@ -14,7 +14,7 @@ CONTROL = "relu"
 EXISTENTIAL = (
     "The claim is existential (some trained network reaches the error the theorem says exists): its statistic is "
     "the best over restarts and depths, a minimum over optimisation attempts rather than a mean of samples, so "
-    "neither a bootstrap interval nor every restart agreeing is what it claims. Per-restart values are in the metrics.")
+    "neither a confidence interval over restarts nor every restart agreeing is what it claims. Per-restart values are in the metrics.")
 
 PAPER = Paper(
     slug="min_width_squashable",

@@ -7,7 +7,7 @@ from tasks.contract import Claim, Control, Paper, ci
 
 WHERE = ("on the stand-in (a 2-block GPT trained from scratch on a 64-entity, 2-cycle knowledge graph; ROME on block "
          "1's MLP output matrix; 60 counterfactual edits per model, 10 at each ring distance d in {1,2,4,8,16,32}); "
-         "mean over models (seeds) with a bootstrap interval")
+         "mean over models (seeds) with a Student-t interval")
 PERMUTED = "the same statistic with the edits' distance labels permuted (seeded): no geometry behind the labels"
 
 PAPER = Paper(

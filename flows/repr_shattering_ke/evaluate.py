@@ -118,7 +118,7 @@ def _setup(p: Params, m: dict) -> str:
         f"`<bos> e`; D = pairwise Euclidean distances; R = |D_edit - D_orig|_F / |D_orig|_F. Drops (unedited minus "
         f"edited accuracy, greedy) on training facts with another subject, held-out facts with another subject and "
         f"{p.n_chains} 2-hop chains avoiding the subject. Far = d >= {far}, near = d <= {near}. Each model gives one "
-        "value of every statistic; intervals are bootstraps over models."
+        "value of every statistic; intervals are Student-t over models (jackknife-t for the ratio of means)."
     )
 
 

@@ -126,11 +126,11 @@ def _figure(plot: pd.DataFrame, means: pd.DataFrame, al_rows: pd.DataFrame, para
     ax = axes[1, 1]
     for i, acq in enumerate(method.ACQUISITIONS):
         g = al_rows[al_rows["acquisition"] == acq].groupby("n_acquired")["test_acc"]
-        m, s, c = g.mean(), g.std().fillna(0), g.count()
-        half = 1.96 * s / np.sqrt(c)
-        ax.plot(m.index, m.values, marker=".", color=f"C{i}", label=ACQ_LABEL[acq])
-        ax.fill_between(m.index, (m - half).values, (m + half).values, color=f"C{i}", alpha=0.15)
-    ax.set(xlabel="acquired labels", ylabel="test accuracy (mean, 95% normal CI)",
+        n_acquired = [n for n, _ in g]
+        band = np.array([stats.mean_ci(v.to_numpy()) for _, v in g])  # (points, [mean, low, high]), Student-t
+        ax.plot(n_acquired, band[:, 0], marker=".", color=f"C{i}", label=ACQ_LABEL[acq])
+        ax.fill_between(n_acquired, band[:, 1], band[:, 2], color=f"C{i}", alpha=0.15)
+    ax.set(xlabel="acquired labels", ylabel="test accuracy (mean, 95% Student-t CI over seeds)",
            title=f"digits active learning, {params.al_members}-member ensemble, {params.al_seeds} seeds")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -75,7 +75,7 @@ PAPER = Paper(
         "here small MLP denoisers are trained for about a thousand Adam steps on a 2-D density (10k noisy points) "
         "and on scikit-learn's 1,397 training digits, so absolute FIDs are not comparable, the models are far from "
         "converged and the seed-to-seed spread of the sample metrics is of the same order as the effects being "
-        "tested. With 3 seeds, a bootstrap interval is wide and a claim whose interval crosses 0 is reported "
+        "tested. With 3 seeds, a Student-t interval is wide and a claim whose interval crosses 0 is reported "
         "inconclusive. The digits-FID uses a small MLP classifier's features, not Inception. The paper's "
         "theoretical results (sample complexity of deconvolution, convergence of SFBD) are not tested, only "
         "their empirical consequences at this scale. The 2-D regime is the least favourable to the paper's "

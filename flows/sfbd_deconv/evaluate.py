@@ -165,7 +165,7 @@ def _setup(p: Params) -> str:
         f"(64-{'-'.join(map(str, p.classifier_hidden))}-10 ReLU MLP trained {p.classifier_epochs} epochs on the clean "
         f"training digits) of {p.digits_n_generate} generated digits (clipped to [-1, 1]) and of the test digits. "
         f"{p.seeds} seeds (a seed draws the split, the noise, the initialisations and the sampler noise); means "
-        "with percentile-bootstrap 95% intervals over seeds, claims on paired differences over seeds."
+        "with Student-t 95% intervals over seeds, claims on paired differences over seeds."
     )
 
 

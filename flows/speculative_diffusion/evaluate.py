@@ -118,7 +118,7 @@ def evaluate(params: Params, records: Records) -> RunOutput:
         f"{params.langevin_steps} steps from N(0, I) on {targets} (gmm4: modes (±2, ±2), std 0.5; banana: "
         "π ∝ exp(-x1²/8 - (x2 - 0.3(x1² - 4))²/2)), plain vs speculative with the frozen-gradient draft; X_K is "
         "compared. **Metrics.** Sequential target NFE per chain (one parallel batch = 1; the frozen draft's extra "
-        "call after a rejection counts), divided by the plain sampler's (ratio of seed means, paired bootstrap CI); "
+        "call after a rejection counts), divided by the plain sampler's (ratio of seed means, jackknife-t CI over paired seeds); "
         "total target evaluations and wall time beside it; exactness by MMD² (RBF, median bandwidth) and "
         f"energy-distance permutation tests ({params.n_permutations} permutations) of speculative vs plain samples, "
         "and the paired difference of each sampler's energy distance to held-out data. Best L = the L with the "
