@@ -52,7 +52,7 @@ PAPER = Paper(
         Claim(id="backward_shift",
               text="fields elongate against the trajectory: the mean centre displacement of the fields "
                    "initially between start and goal is negative in >= 8 of 10 seeds (fraction of seeds, "
-                   "Student-t interval over seeds)",
+                   "Clopper-Pearson interval)",
               source="abstract; plan claim 3", metric="shift.fraction_negative",
               comparison=">=", threshold=0.8, kind="direction", role="claim",
               interval=ci("shift.negative"),

@@ -73,10 +73,12 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     # moved by the drift noise alone (an unbiased random walk: negative in about half of the seeds)
     shift = field_change("learned", "shift_between_start_goal")
     control_shift = field_change("drift_only", "shift_between_start_goal")
-    negative = stats.summarize((shift < 0).astype(float))
+    # a fraction of independent seeds: Clopper-Pearson (a t interval of 0/1 values is [1, 1] when every seed agrees)
+    negative = stats.proportion_ci(int((shift < 0).sum()), len(shift))
     shift_metrics = {"fraction_negative": float(np.mean(shift < 0)), "by_seed": shift.tolist(),
                      "negative": negative,
-                     "control": {**stats.summarize((control_shift < 0).astype(float)), "by_seed": control_shift.tolist()},
+                     "control": {**stats.proportion_ci(int((control_shift < 0).sum()), len(control_shift)),
+                                 "by_seed": control_shift.tolist()},
                      "center_shift": stats.summarize(shift),
                      "width_change": stats.summarize(field_change("learned", "width_change_between_start_goal")),
                      "amp_change": stats.summarize(field_change("learned", "amp_change_between_start_goal")),
