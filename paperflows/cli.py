@@ -256,13 +256,16 @@ def recheck(slug: str = typer.Argument(..., help="paper slug"),
 
 @app.command()
 def robustness(slugs: List[str] = typer.Argument(None, help="papers (default: all)"),
-               offset: Optional[int] = typer.Option(None, help="seed offset (default: the one fixed in code)")) -> None:
+               offset: Optional[int] = typer.Option(None, help="seed offset (default: the one fixed in code)"),
+               rescore: bool = typer.Option(False, help="re-score the stored records of the last robustness run "
+                                            "with today's evaluation code (no training)")) -> None:
     """Rerun papers with common.seed shifted, compare verdicts claim by claim; writes results/ROBUSTNESS.md."""
     from paperflows import robustness as module
     from paperflows.summary import verdict_pairs
 
     try:
-        record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo)
+        record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo,
+                                   rescore=rescore)
     except Exception as err:
         _fail(err)
     flips = sum(committed != shifted for slug in record["papers"]

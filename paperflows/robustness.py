@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 from paperflows.params import configured_slugs, read_params_file
 from paperflows.pipeline import run_paper
+from paperflows.scoring import evaluate_paper
 from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, write_robustness_report
 from tasks.io import atomic_write_json
 
@@ -22,10 +23,12 @@ OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones 
 
 
 def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Path("."),
-               echo: Callable[[str], None] = print) -> dict[str, Any]:
+               echo: Callable[[str], None] = print, rescore: bool = False) -> dict[str, Any]:
     """Rerun ``slugs`` (all configured papers when empty) at ``common.seed + offset``; merge their verdicts
     into ``results/robustness.json`` (same offset) and rewrite ``results/ROBUSTNESS.md``; the summary stage
-    (``paperflows report``, a ``dvc repro`` away) marks the flips in ``SUMMARY.md``."""
+    (``paperflows report``, a ``dvc repro`` away) marks the flips in ``SUMMARY.md``. ``rescore``: score the
+    records of an earlier robustness run again with today's evaluation code (no training), as an evaluation
+    edit re-scores the committed records."""
     root = Path(root)
     params_file = root / "params.yaml"
     slugs = list(slugs) or configured_slugs(params_file)
@@ -35,8 +38,9 @@ def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Pat
     if record.get("offset") != offset:
         record = {"offset": offset, "papers": {}}
     for position, slug in enumerate(slugs, 1):
-        echo(f"[{position}/{len(slugs)}] {slug} at common.seed = {base + offset}")
-        run_paper(slug, params_file=params_file, out_root=out_root, overrides=[f"common.seed={base + offset}"])
+        echo(f"[{position}/{len(slugs)}] {slug} at common.seed = {base + offset}" + (" (re-scored)" if rescore else ""))
+        stages = evaluate_paper if rescore else run_paper
+        stages(slug, params_file=params_file, out_root=out_root, overrides=[f"common.seed={base + offset}"])
         fresh = load_metrics(out_root / "results", slug)
         record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"),
                                   "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}

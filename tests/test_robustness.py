@@ -35,6 +35,12 @@ def test_robustness_reruns_at_shifted_seeds_and_marks_flips(tmp_path):
     row = next(line for line in report.splitlines() if line.startswith(f"| `{SLUG}` |"))
     assert all(f"`{cid}`:" in row for cid in flips) and (flips or row.endswith("| – |"))
 
+    # re-scoring the stored shifted records with today's evaluation trains nothing and gives the same verdicts
+    meta = tmp_path / ".paperflows/robustness/offset-7/records" / SLUG / "meta.json"
+    stored = meta.read_bytes()
+    assert robustness([SLUG], offset=7, root=tmp_path, echo=lambda _: None, rescore=True) == record
+    assert meta.read_bytes() == stored
+
 def _write_results(results, verdicts: dict[str, str]) -> None:
     """A minimal committed metrics.json for paper `p`: claims a and b, sanity check s, with these verdicts."""
     (results / "p").mkdir(parents=True, exist_ok=True)
