@@ -45,7 +45,6 @@ def cp_upper(successes: np.ndarray | int, trials: np.ndarray | int, alpha: float
                                          method="beta")[1], dtype=float)
 
 
-@torch.no_grad()
 def sample_counts(model: Model, x: torch.Tensor, sigma: float, n: int, batch_size: int = 10_000,
                   seed: int = 0) -> np.ndarray:
     """Counts of ``argmax f(x_i + e)`` over ``n`` draws ``e ~ N(0, sigma^2 I)`` per point.
@@ -53,13 +52,22 @@ def sample_counts(model: Model, x: torch.Tensor, sigma: float, n: int, batch_siz
     ``x``: (m, ...). Returns (m, K) int64. Points are processed in chunks of ``batch_size`` noisy rows
     (whole points per chunk, at least one), with noise from one generator seeded by ``seed``.
     """
+    (counts,) = sample_counts_shared(lambda noisy: [model(noisy)], x, sigma, n, batch_size, seed)
+    return counts
+
+
+@torch.no_grad()
+def sample_counts_shared(classify: Callable[[torch.Tensor], list[torch.Tensor]], x: torch.Tensor, sigma: float,
+                         n: int, batch_size: int = 10_000, seed: int = 0) -> list[np.ndarray]:
+    """:func:`sample_counts` of several models on the same noise: ``classify`` maps a noisy batch to one
+    logits tensor per model. Each model's counts equal its own :func:`sample_counts` with the same
+    ``seed``; the noise is drawn once for all (and ``classify`` may share work between models)."""
     if n < 1 or sigma <= 0:
         raise ValueError(f"need n >= 1 and sigma > 0, got n={n}, sigma={sigma}")
     generator = torch_generator(seed)
     x = x.detach()
     m = len(x)
-    n_classes = model(x[:1]).shape[1]
-    counts = np.zeros((m, n_classes), dtype=np.int64)
+    counts = [np.zeros((m, logits.shape[1]), dtype=np.int64) for logits in classify(x[:1])]
     points_per_chunk = max(1, batch_size // n)
     for start in range(0, m, points_per_chunk):
         block = x[start:start + points_per_chunk]
@@ -69,8 +77,9 @@ def sample_counts(model: Model, x: torch.Tensor, sigma: float, n: int, batch_siz
             k = min(batch_size, n - drawn)
             noisy = block.unsqueeze(1).expand(b, k, *block.shape[1:]).reshape(b * k, *block.shape[1:])
             noisy = noisy + sigma * torch.randn(noisy.shape, generator=generator, dtype=noisy.dtype)
-            labels = model(noisy).argmax(dim=1).view(b, k)
-            counts[start:start + b] += torch.nn.functional.one_hot(labels, n_classes).sum(dim=1).numpy()
+            for model_counts, logits in zip(counts, classify(noisy)):
+                labels = logits.argmax(dim=1).view(b, k)
+                model_counts[start:start + b] += torch.nn.functional.one_hot(labels, logits.shape[1]).sum(dim=1).numpy()
     return counts
 
 

@@ -167,6 +167,10 @@ def test_masked_model_never_predicts_targets_and_reweight_one_is_gaussian():
     masked = method.MaskTargets(gaussian, cost.targets)
     counts = smoothing.sample_counts(masked, Xte[:20], p.sigma, 200, 10_000, seed=0)
     assert counts[:, list(cost.targets)].sum() == 0 and (counts.sum(1) == 200).all()
+    # the shared forward of certification (the base network run once) gives every model its own logits
+    models = [gaussian, masked, reweight]
+    for model, logits in zip(models, method.shared_forward(models)(Xte)):
+        torch.testing.assert_close(logits, model(Xte), rtol=0, atol=0)
 
 
 def test_run_seed_rows_are_consistent():

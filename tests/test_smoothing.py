@@ -58,6 +58,16 @@ def test_sample_counts_follow_the_smoothed_probability_of_a_linear_classifier():
     np.testing.assert_array_equal(counts, again)
 
 
+def test_shared_counts_equal_each_models_own_counts():
+    models = [_linear(seed=s)[0] for s in (0, 1, 4)]
+    _, w = _linear()
+    x = _points_at(w, 0.3, np.array([-0.5, 0.0, 0.2, 0.9, -1.1, 0.4, 0.05]))
+    # several chunks of points and of draws per point
+    shared = smoothing.sample_counts_shared(lambda z: [model(z) for model in models], x, 0.6, 700, 500, seed=5)
+    for model, counts in zip(models, shared):
+        np.testing.assert_array_equal(counts, smoothing.sample_counts(model, x, 0.6, 700, 500, seed=5))
+
+
 def test_certified_radius_lies_just_below_the_linear_closed_form():
     model, w = _linear(d=8, seed=2)
     sigma = 0.5

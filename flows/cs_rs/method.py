@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -232,9 +233,29 @@ class MaskTargets(nn.Module):
         self.model, self.targets = model, list(targets)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits = self.model(x).clone()
+        return self.mask(self.model(x))
+
+    def mask(self, logits: torch.Tensor) -> torch.Tensor:
+        """The base model's ``logits`` with the sensitive targets' set to -inf (a copy)."""
+        logits = logits.clone()
         logits[:, self.targets] = -torch.inf
         return logits
+
+
+def shared_forward(models: list[nn.Module]) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    """A batch -> the logits of every model, each base network run once (a masked model reuses its base's logits)."""
+    def classify(x: torch.Tensor) -> list[torch.Tensor]:
+        base_logits: dict[int, torch.Tensor] = {}
+
+        def logits_of(model: nn.Module) -> torch.Tensor:
+            if isinstance(model, MaskTargets):
+                return model.mask(logits_of(model.model))
+            if id(model) not in base_logits:
+                base_logits[id(model)] = model(x)
+            return base_logits[id(model)]
+
+        return [logits_of(model) for model in models]
+    return classify
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,15 +263,25 @@ class MaskTargets(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
-def certify_model(p: Params, model: nn.Module, X: torch.Tensor, y: torch.Tensor, seed: int, name: str,
-                  matrices: dict[str, CostMatrix]) -> list[dict]:
-    """Certified accuracies of one model: rows of (model, matrix, certificate, radius, accuracy).
+def certify_models(p: Params, models: dict[str, tuple[nn.Module, dict[str, CostMatrix]]], X: torch.Tensor,
+                   y: torch.Tensor, seed: int) -> list[dict]:
+    """Certified accuracies of every model {name: (model, matrices)}, each from the counts of Cohen's certify
+    with the same noise draws (drawn once, as each model's own certify would draw them)."""
+    classify = shared_forward([model for model, _ in models.values()])
+    selections = smoothing.sample_counts_shared(classify, X, p.sigma, p.n0, p.cert_batch, seed)
+    estimations = smoothing.sample_counts_shared(classify, X, p.sigma, p.n, p.cert_batch, seed + 1_000_003)
+    return [row for (name, (_, matrices)), selection, estimation in zip(models.items(), selections, estimations)
+            for row in certified_rows(p, selection, estimation, y, name, matrices)]
+
+
+def certified_rows(p: Params, selection: np.ndarray, estimation: np.ndarray, y: torch.Tensor, name: str,
+                   matrices: dict[str, CostMatrix]) -> list[dict]:
+    """Certified accuracies of one model from its selection and estimation counts: rows of (model, matrix,
+    certificate, radius, accuracy).
 
     ``matrix="all_pair"`` is the standard setting (every wrong class sensitive; its Cohen accuracy is the
     usual certified accuracy over all test points); the cost matrices are scored on their seed examples.
     """
-    selection = smoothing.sample_counts(model, X, p.sigma, p.n0, p.cert_batch, seed)
-    estimation = smoothing.sample_counts(model, X, p.sigma, p.n, p.cert_batch, seed + 1_000_003)
     labels = y.numpy()
     rows = []
     radii = sorted({0.0, p.tightness_radius, p.training_radius, *p.curve_radii})
@@ -347,10 +378,8 @@ def run_seed(p: Params, seed: int) -> dict:
             models[f"cs_macer:{m}"] = (fit(f"cs_macer:{m}", "cs_macer", cost), {m: cost, **wrong})
             models[f"masked_macer:{m}"] = (MaskTargets(models["macer"][0], cost.targets), {m: cost})
 
-        rows = []
         started = time.thread_time()
-        for name, (model, matrices) in models.items():
-            rows += certify_model(p, model, Xte, yte, seed, name, matrices)
+        rows = certify_models(p, models, Xte, yte, seed)
         certify_s = time.thread_time() - started
         started = time.thread_time()
         pgd_out = pgd_check(p, models["gaussian"][0], Xte, yte, COST_MATRICES["single_pair"], seed,
