@@ -142,6 +142,34 @@ def test_random_masks_keep_the_count_per_review_and_are_uniform_over_real_tokens
 
 
 # ------------------------------------------------------------------------------------------------ models and training
+def test_bigrus_matches_nn_gru_outputs_and_gradients():
+    torch.manual_seed(0)
+    rnns = [M._bigru(16, 8) for _ in range(3)]
+    xs = [torch.randn(5, 7, 16, requires_grad=True) for _ in range(3)]
+    weights = [torch.randn(5, 7, 8) for _ in range(3)]
+    leaves = [q for rnn in rnns for q in rnn.parameters()] + xs
+    reference = [rnn(x)[0] for rnn, x in zip(rnns, xs)]
+    together = M.bigrus(rnns, xs)
+    for a, b in zip(reference, together):
+        torch.testing.assert_close(a, b)
+    grads_reference = torch.autograd.grad(sum((h * w).sum() for h, w in zip(reference, weights)), leaves)
+    grads_together = torch.autograd.grad(sum((h * w).sum() for h, w in zip(together, weights)), leaves)
+    for a, b in zip(grads_reference, grads_together):
+        torch.testing.assert_close(a, b)
+
+
+def test_arms_trained_together_match_arms_trained_alone():
+    p = params_for("a2i_rationale", **TINY)
+    data = _tiny_data(p)
+    arms = [M.Arm(shared=False, instruct=True, seed=5), M.Arm(shared=True, instruct=False, seed=6)]
+    together = M.train_rationalizers(p, data, arms)
+    for arm, (model, attacker) in zip(arms, together):
+        [(alone, alone_attacker)] = M.train_rationalizers(p, data, [arm])
+        for (name, a), b in zip(model.state_dict().items(), alone.state_dict().values()):
+            torch.testing.assert_close(a, b, msg=name)
+        assert (attacker is None) == (alone_attacker is None) == (not arm.instruct)
+
+
 def _tiny_data(p, seed=0):
     rng = np.random.default_rng(seed)
     return M.make_reviews(p.n_train, rng, p.min_words, p.max_words, p.generic_share)
@@ -168,9 +196,9 @@ def test_predictor_sees_only_the_selected_tokens_and_fr_shares_one_encoder():
 def test_a2i_without_instruction_trains_exactly_rnp_and_with_it_does_not():
     p = params_for("a2i_rationale", **TINY)
     data = _tiny_data(p)
-    rnp, _ = M.train_rationalizer(p, data, shared=False, instruct=False, seed=5)
-    off, attacker = M.train_rationalizer(p, data, shared=False, instruct=True, seed=5, adv_lambda=0.0)
-    on, _ = M.train_rationalizer(p, data, shared=False, instruct=True, seed=5)
+    [(rnp, _)] = M.train_rationalizers(p, data, [M.Arm(shared=False, instruct=False, seed=5)])
+    [(off, attacker)] = M.train_rationalizers(p, data, [M.Arm(shared=False, instruct=True, seed=5)], adv_lambda=0.0)
+    [(on, _)] = M.train_rationalizers(p, data, [M.Arm(shared=False, instruct=True, seed=5)])
     assert attacker is not None
     for (name, a), b, c in zip(rnp.state_dict().items(), off.state_dict().values(), on.state_dict().values()):
         assert torch.equal(a, b), name
@@ -186,9 +214,9 @@ def test_attacker_step_moves_only_the_attacker_toward_the_opposite_label():
     model, attacker = M.Rationalizer(emb, p.hidden, shared=False), M.make_attacker(emb, p.hidden)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     adv_before = [q.detach().clone() for q in attacker.parameters() if q.requires_grad]
-    opt = M._adam(attacker, 0.01)
+    opt = M._adam([attacker], 0.01)
     for step in range(3):
-        M.attacker_step(model, attacker, opt, X, Mk, Y, p, M.Noise(torch_generator(step)), M.Noise(None))
+        M.attacker_step([model], [attacker], opt, [(X, Mk, Y)], p, [M.Noise(torch_generator(step))], [M.Noise(None)])
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
     assert all(q.requires_grad for n, q in model.named_parameters() if "embed" not in n)   # unfrozen again
@@ -205,7 +233,7 @@ def test_attack_success_is_one_on_a_predictor_that_always_says_the_opposite():
     with torch.no_grad():
         model.pred_fc.weight.zero_()
         model.pred_fc.bias.copy_(torch.tensor([0.0, 5.0]))         # always class 1
-    out = M.attack(p, model, data, data, seed=0)
+    [out] = M.attack(p, [model], data, data, seeds=[0])
     assert out["asr"] == out["flip_random"] == out["untrained_asr"] == pytest.approx(float((data.label == 0).mean()))
 
 

@@ -222,6 +222,34 @@ def _bigru(dim: int, hidden: int) -> nn.GRU:
     return nn.GRU(dim, hidden // 2, num_layers=1, batch_first=True, bidirectional=True)
 
 
+def bigrus(rnns: list[nn.GRU], xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``[rnn(x)[0] for rnn, x in zip(rnns, xs)]`` for 1-layer bidirectional batch-first GRUs of one shape, in a
+    single time loop: every direction of every GRU is one slice of batched matmuls. A small GRU on a CPU pays
+    per-op overhead on every time step; the five models of a seed together take about half their time alone.
+    Inputs x (n, T, D), all of the same shape; outputs (n, T, 2 h) as ``nn.GRU``'s, up to float rounding."""
+    def stacked(name: str) -> torch.Tensor:     # (cells, ...): forward and reverse direction of every GRU
+        return torch.stack([getattr(rnn, name + suffix) for rnn in rnns for suffix in ("_l0", "_l0_reverse")])
+
+    w_ih, w_hh, b_ih, b_hh = (stacked(name) for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    x = torch.stack([v for x in xs for v in (x, x.flip(1))])            # reverse cells read time backwards
+    cells, n, T, D = x.shape
+    H = w_hh.shape[-1]
+    gates_in = torch.baddbmm(b_ih[:, None], x.reshape(cells, n * T, D), w_ih.transpose(1, 2)).view(cells, n, T, 3 * H)
+    # split once, not sliced per step: the backward of every slice would fill a zero tensor of the whole input
+    gates_rz, gates_n = (g.unbind(2) for g in gates_in.split([2 * H, H], dim=-1))
+    w_hh_t, b_hh = w_hh.transpose(1, 2), b_hh[:, None]
+    h = x.new_zeros(cells, n, H)
+    states = []
+    for gi_rz, gi_n in zip(gates_rz, gates_n):  # nn.GRU's cell: r, z gates; candidate with r on the hidden part
+        gh_rz, gh_n = torch.baddbmm(b_hh, h, w_hh_t).split([2 * H, H], dim=-1)
+        reset, update = torch.sigmoid(gi_rz + gh_rz).chunk(2, dim=-1)
+        candidate = torch.tanh(gi_n + reset * gh_n)
+        h = candidate + update * (h - candidate)
+        states.append(h)
+    out = torch.stack(states, dim=2).unbind(0)
+    return [torch.cat([forward, reverse.flip(1)], dim=-1) for forward, reverse in zip(out[::2], out[1::2])]
+
+
 class Selector(nn.Module):
     """Generator (and attacker): embeddings -> bi-GRU -> LayerNorm -> dropout -> linear (n, T, 2)."""
 
@@ -231,10 +259,16 @@ class Selector(nn.Module):
         self.norm = nn.LayerNorm(hidden)
         self.fc = nn.Linear(hidden, 2)
 
+    def inputs(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.embed(x) * mask[..., None]
+
+    def head(self, h: torch.Tensor, noise: Noise) -> torch.Tensor:
+        """bi-GRU states (n, T, hidden) -> selection logits (n, T, 2)."""
+        return self.fc(noise.drop(self.norm(h)))
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor, noise: Noise) -> torch.Tensor:
         """x (n, T) ids, mask (n, T) -> selection logits (n, T, 2)."""
-        h, _ = self.rnn(self.embed(x) * mask[..., None])
-        return self.fc(noise.drop(self.norm(h)))
+        return self.head(self.rnn(self.inputs(x, mask))[0], noise)
 
 
 class Rationalizer(nn.Module):
@@ -249,17 +283,38 @@ class Rationalizer(nn.Module):
         self.pred_rnn = gen_rnn if shared else _bigru(embedding.shape[1], hidden)
         self.pred_fc = nn.Linear(hidden, 2)
 
+    def pred_inputs(self, x: torch.Tensor, mask: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return self.embed(x) * (mask * z)[..., None]
+
+    def pred_head(self, h: torch.Tensor, mask: torch.Tensor, noise: Noise) -> torch.Tensor:
+        """Predictor bi-GRU states (n, T, hidden) -> class logits (n, 2): max-pool over real tokens."""
+        h = h.masked_fill(mask[..., None] == 0, -1e6).max(dim=1).values
+        return self.pred_fc(noise.drop(h))
+
     def predict(self, x: torch.Tensor, mask: torch.Tensor, z: torch.Tensor, noise: Noise) -> torch.Tensor:
         """Class logits (n, 2) from the selected tokens only: x (n, T), mask (n, T), z (n, T) in {0, 1}."""
-        h, _ = self.pred_rnn(self.embed(x) * (mask * z)[..., None])
-        h = h.masked_fill(mask[..., None] == 0, -1e6).max(dim=1).values        # max-pool over real tokens
-        return self.pred_fc(noise.drop(h))
+        return self.pred_head(self.pred_rnn(self.pred_inputs(x, mask, z))[0], mask, noise)
 
 
 def make_attacker(embedding: np.ndarray, hidden: int) -> Selector:
     """The official ``Adv_generator``: a generator with its own encoder."""
     embed = nn.Embedding.from_pretrained(torch.from_numpy(embedding), freeze=True, padding_idx=0)
     return Selector(embed, _bigru(embedding.shape[1], hidden), hidden)
+
+
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]      # x (n, T) ids, mask (n, T), y (n,)
+
+
+def select_together(selectors: list[Selector], batches: list[Batch], noises: list[Noise]) -> list[torch.Tensor]:
+    """``[noise.select(s(x, mask, noise))]`` for every selector on its own batch, the bi-GRUs run together."""
+    states = bigrus([s.rnn for s in selectors], [s.inputs(x, mask) for s, (x, mask, _) in zip(selectors, batches)])
+    return [noise.select(s.head(h, noise)) for s, h, noise in zip(selectors, states, noises)]
+
+
+def predict_together(models: list[Rationalizer], batches: list[Batch], zs: list[torch.Tensor], noises: list[Noise]) -> list[torch.Tensor]:
+    """``[model.predict(x, mask, z, noise)]`` for every model on its own batch and rationale, the bi-GRUs run together."""
+    states = bigrus([m.pred_rnn for m in models], [m.pred_inputs(x, mask, z) for m, (x, mask, _), z in zip(models, batches, zs)])
+    return [m.pred_head(h, mask, noise) for m, h, (_, mask, _), noise in zip(models, states, batches, noises)]
 
 
 # ---------------------------------------------------------------------------------------------- 3. losses
@@ -295,9 +350,9 @@ def selection_penalty(z: torch.Tensor, mask: torch.Tensor, p: Params, sparse: bo
 
 
 @contextmanager
-def frozen(module: nn.Module) -> Iterator[None]:
-    """Parameters of ``module`` get no gradient inside the block (the trainable ones are restored after)."""
-    trainable = [q for q in module.parameters() if q.requires_grad]
+def frozen(*modules: nn.Module) -> Iterator[None]:
+    """Parameters of ``modules`` get no gradient inside the block (the trainable ones are restored after)."""
+    trainable = [q for module in modules for q in module.parameters() if q.requires_grad]
     for q in trainable:
         q.requires_grad_(False)
     try:
@@ -307,67 +362,90 @@ def frozen(module: nn.Module) -> Iterator[None]:
             q.requires_grad_(True)
 
 
-def _adam(module: nn.Module, lr: float) -> torch.optim.Adam:
-    return torch.optim.Adam([q for q in module.parameters() if q.requires_grad], lr=lr)
+def _adam(modules: list[nn.Module], lr: float) -> torch.optim.Adam:
+    """One Adam over the trainable parameters of several models: Adam is per parameter, so this is each
+    model's own Adam, in fewer (foreach) ops."""
+    return torch.optim.Adam([q for module in modules for q in module.parameters() if q.requires_grad], lr=lr, foreach=True)
 
 
-def attacker_step(model: Rationalizer, attacker: Selector, opt_adv: torch.optim.Optimizer, x, mask, y,
-                  p: Params, noise_adv: Noise, noise_pred: Noise) -> float:
-    """One attacker update with the rationalizer frozen: the predictor should output the opposite label on
-    the attacker's rationale (official: cls_lambda CE(pred(z_adv), 1 - y) + adv_sparse/adv_continue terms)."""
-    with frozen(model):
-        z_adv = noise_adv.select(attacker(x, mask, noise_adv))
-        logits = model.predict(x, mask, z_adv, noise_pred)
-        loss = p.cls_lambda * F.cross_entropy(logits, 1 - y) + selection_penalty(z_adv, mask, p, p.adv_sparse, p.adv_continue)
+def attacker_step(models: list[Rationalizer], attackers: list[Selector], opt_adv: torch.optim.Optimizer,
+                  batches: list[Batch], p: Params, noises_adv: list[Noise], noises_pred: list[Noise]) -> None:
+    """One update of every attacker with its rationalizer frozen: the predictor should output the opposite
+    label on the attacker's rationale (official: cls_lambda CE(pred(z_adv), 1 - y) + adv_sparse/adv_continue
+    terms). The attackers are independent; their losses are summed only to take one backward pass."""
+    with frozen(*models):
+        zs = select_together(attackers, batches, noises_adv)
+        logits = predict_together(models, batches, zs, noises_pred)
+        loss = sum(p.cls_lambda * F.cross_entropy(out, 1 - y) + selection_penalty(z, mask, p, p.adv_sparse, p.adv_continue)
+                   for out, z, (_, mask, y) in zip(logits, zs, batches))
         opt_adv.zero_grad()
         loss.backward()
         opt_adv.step()
-    return float(loss.detach())
 
 
-def train_rationalizer(p: Params, data: Reviews, *, shared: bool, instruct: bool, seed: int,
-                       adv_lambda: float | None = None, epochs: int | None = None) -> tuple[Rationalizer, Selector | None]:
-    """Train RNP/FR (``instruct=False``) or A2I-RNP/A2I-FR (``instruct=True``) on ``data``.
+@dataclass(frozen=True)
+class Arm:
+    """One rationalizer to train: RNP/FR (``shared``), with the attack-and-instruction step (``instruct``),
+    initialisation and noise streams from ``seed``."""
 
-    The rationalizer's initialisation, batch order, dropout and Gumbel noise depend on ``seed`` only, and
+    shared: bool
+    instruct: bool
+    seed: int
+
+
+def train_rationalizers(p: Params, data: Reviews, arms: list[Arm], *, adv_lambda: float | None = None,
+                        epochs: int | None = None) -> list[tuple[Rationalizer, Selector | None]]:
+    """Train RNP/FR (``instruct=False``) or A2I-RNP/A2I-FR (``instruct=True``) on ``data``, one per arm, in
+    lockstep: every minibatch step runs the bi-GRUs of all arms together (:func:`bigrus`); the arms share
+    nothing else, each training as it would alone.
+
+    An arm's initialisation, batch order, dropout and Gumbel noise depend on its ``seed`` only, and
     everything computed on the attacker's rationale (its Gumbel sample, the predictor's dropout there) draws
     from the attacker's own generator: with ``adv_lambda = 0`` A2I trains the very same weights as its
     base model, so the two differ by the instruction alone."""
     _, embedding = wordpiece_vocabulary(p.embed_dim)
     adv_lambda = p.adv_lambda if adv_lambda is None else adv_lambda
-    with torch_seeded(seed):
-        model = Rationalizer(embedding, p.hidden, shared)
-    attacker = None
-    if instruct:
-        with torch_seeded(seed + 7919):
-            attacker = make_attacker(embedding, p.hidden)
-        opt_adv = _adam(attacker, p.lr)
-        noise_adv = Noise(torch_generator(seed + 7919), p.dropout)
-    opt = _adam(model, p.lr)
-    g = torch_generator(seed)
-    noise = Noise(g, p.dropout)
+    models, generators = [], []
+    for arm in arms:
+        with torch_seeded(arm.seed):
+            models.append(Rationalizer(embedding, p.hidden, arm.shared))
+        generators.append(torch_generator(arm.seed))
+    noises = [Noise(g, p.dropout) for g in generators]
+    instructed = [k for k, arm in enumerate(arms) if arm.instruct]
+    attackers, noises_adv = [], []
+    for k in instructed:
+        with torch_seeded(arms[k].seed + 7919):
+            attackers.append(make_attacker(embedding, p.hidden))
+        noises_adv.append(Noise(torch_generator(arms[k].seed + 7919), p.dropout))
+    instructed_models = [models[k] for k in instructed]
+    opt = _adam(models, p.lr)
+    opt_adv = _adam(attackers, p.lr) if attackers else None
     X, M, Y = data.torch()
     for _ in range(epochs if epochs is not None else p.epochs):
-        order = torch.randperm(len(Y), generator=g)
+        orders = [torch.randperm(len(Y), generator=g) for g in generators]
         for start in range(0, len(Y), p.batch_size):
-            idx = order[start:start + p.batch_size]
-            x, mask, y = X[idx], M[idx], Y[idx]
+            batches = [(X[idx], M[idx], Y[idx]) for idx in (order[start:start + p.batch_size] for order in orders)]
+            adv_batches = [batches[k] for k in instructed]
             # (a) generator + predictor, with the instruction on the (frozen) attacker's rationale
-            z = noise.select(model.gen(x, mask, noise))
-            loss = p.cls_lambda * F.cross_entropy(model.predict(x, mask, z, noise), y) + selection_penalty(z, mask, p)
-            if attacker is not None:
-                with torch.no_grad():
-                    z_adv = noise_adv.select(attacker(x, mask, noise_adv))
-                logits_adv = model.predict(x, mask, z_adv, noise_adv)     # dropout from the attacker's stream
-                loss = loss + adv_lambda * p.cls_lambda * instruction_loss(logits_adv, y, p.instruction)
+            zs = select_together([m.gen for m in models], batches, noises)
+            with torch.no_grad():
+                zs_adv = select_together(attackers, adv_batches, noises_adv) if attackers else []
+            # the predictor on the attacker's rationale draws its dropout from the attacker's stream
+            logits = predict_together(models + instructed_models, batches + adv_batches, zs + zs_adv, noises + noises_adv)
+            loss = sum(p.cls_lambda * F.cross_entropy(out, y) + selection_penalty(z, mask, p)
+                       for out, z, (_, mask, y) in zip(logits, zs, batches))
+            loss = loss + sum(adv_lambda * p.cls_lambda * instruction_loss(out, y, p.instruction)
+                              for out, (_, _, y) in zip(logits[len(models):], adv_batches))
             opt.zero_grad()
             loss.backward()
             opt.step()
-            # (b) attacker, rationalizer frozen (official: alternation in every minibatch)
-            if attacker is not None:
-                attacker_step(model, attacker, opt_adv, x, mask, y, p, noise_adv, noise_adv)
-    model.eval()
-    return model, attacker
+            # (b) attackers, rationalizers frozen (official: alternation in every minibatch)
+            if attackers:
+                attacker_step(instructed_models, attackers, opt_adv, adv_batches, p, noises_adv, noises_adv)
+    for model in models:
+        model.eval()
+    by_arm = dict(zip(instructed, attackers))
+    return [(model, by_arm.get(k)) for k, model in enumerate(models)]
 
 
 # ---------------------------------------------------------------------------------------------- 4. evaluation
@@ -426,40 +504,46 @@ def random_masks_like(z: np.ndarray, mask: np.ndarray, rng: np.random.Generator)
     return ((ranks < counts) & (mask > 0)).astype(np.float32)
 
 
-def attack(p: Params, model: Rationalizer, train: Reviews, test: Reviews, seed: int) -> dict[str, float]:
-    """Inspection: train a fresh attacker against the frozen predictor (eval mode) for ``attack_epochs``,
-    then, on the test reviews, the share where the predictor outputs the opposite label on the attacker's
-    rationale (attack success rate) and on random masks of the same per-review size; the same for the
-    attacker before any training step (the negative control of the attack)."""
+def attack(p: Params, models: list[Rationalizer], train: Reviews, test: Reviews, seeds: list[int]) -> list[dict[str, float]]:
+    """Inspection: train a fresh attacker against each frozen predictor (eval mode) for ``attack_epochs``
+    (the attackers in lockstep, each with its own ``seed``), then, on the test reviews, the share where the
+    predictor outputs the opposite label on the attacker's rationale (attack success rate) and on random
+    masks of the same per-review size; the same for the attacker before any training step (the negative
+    control of the attack)."""
     _, embedding = wordpiece_vocabulary(p.embed_dim)
-    with torch_seeded(seed):
-        attacker = make_attacker(embedding, p.hidden)
-    rng = numpy_rng(seed, 1)
+    attackers = []
+    for seed in seeds:
+        with torch_seeded(seed):
+            attackers.append(make_attacker(embedding, p.hidden))
+    rngs = [numpy_rng(seed, 1) for seed in seeds]
     opposite = 1 - test.label
-    out: dict[str, float] = {}
+    outs: list[dict[str, float]] = [{} for _ in seeds]
 
     def score(prefix: str) -> None:
-        z = rationales(attacker, test, p, seed + 1)
-        out[f"{prefix}asr"] = float((predictions(model, test, z) == opposite).mean())
-        out[f"{prefix}flip_random"] = float((predictions(model, test, random_masks_like(z, test.mask, rng)) == opposite).mean())
-        out[f"{prefix}sparsity"] = float((z * test.mask).sum() / test.mask.sum())
-        if not prefix:
-            out.update({f"attack_sel_{k}": v for k, v in segment_shares(z, test.segment).items()})
+        for model, attacker, rng, seed, out in zip(models, attackers, rngs, seeds, outs):
+            z = rationales(attacker, test, p, seed + 1)
+            out[f"{prefix}asr"] = float((predictions(model, test, z) == opposite).mean())
+            out[f"{prefix}flip_random"] = float((predictions(model, test, random_masks_like(z, test.mask, rng)) == opposite).mean())
+            out[f"{prefix}sparsity"] = float((z * test.mask).sum() / test.mask.sum())
+            if not prefix:
+                out.update({f"attack_sel_{k}": v for k, v in segment_shares(z, test.segment).items()})
 
     score("untrained_")
-    attacker.train()
-    opt = _adam(attacker, p.lr)
-    g = torch_generator(seed)
-    noise_adv, noise_pred = Noise(g, p.dropout), Noise(None)
+    for attacker in attackers:
+        attacker.train()
+    opt = _adam(attackers, p.lr)
+    generators = [torch_generator(seed) for seed in seeds]
+    noises_adv, noises_pred = [Noise(g, p.dropout) for g in generators], [Noise(None) for _ in seeds]
     X, M, Y = train.torch()
-    model.eval()
+    for model in models:
+        model.eval()
     for _ in range(p.attack_epochs):
-        order = torch.randperm(len(Y), generator=g)
+        orders = [torch.randperm(len(Y), generator=g) for g in generators]
         for start in range(0, len(Y), p.batch_size):
-            idx = order[start:start + p.batch_size]
-            attacker_step(model, attacker, opt, X[idx], M[idx], Y[idx], p, noise_adv, noise_pred)
+            batches = [(X[idx], M[idx], Y[idx]) for idx in (order[start:start + p.batch_size] for order in orders)]
+            attacker_step(models, attackers, opt, batches, p, noises_adv, noises_pred)
     score("")
-    return out
+    return outs
 
 
 # ---------------------------------------------------------------------------------------------- 5. one seed
@@ -474,17 +558,20 @@ METHODS = {  # name -> (shared encoder, instruction, seed stream)
 
 def run_seed(p: Params, seed: int) -> list[dict]:
     """Every method on one seed's data: one row per method with test rationale P/R/F1 (percent), accuracy,
-    sparsity, selection shares and the post-hoc attack results."""
+    sparsity, selection shares and the post-hoc attack results. The methods train side by side
+    (:func:`train_rationalizers`), each as it would alone."""
     with torch_single_thread():
         rng = numpy_rng(seed, 0)
         train = make_reviews(p.n_train, rng, p.min_words, p.max_words, p.generic_share)
         test = make_reviews(p.n_test, rng, p.min_words, p.max_words, p.generic_share)
+        arms = [Arm(shared, instruct, seed=1000 * seed + 100 * stream + 1) for shared, instruct, stream in METHODS.values()]
+        models = [model for model, _ in train_rationalizers(p, train, arms)]
+        attacks = attack(p, models, train, test, seeds=[1000 * seed + 500 + 100 * stream for _, _, stream in METHODS.values()])
         rows = []
-        for name, (shared, instruct, stream) in METHODS.items():
-            model, _ = train_rationalizer(p, train, shared=shared, instruct=instruct, seed=1000 * seed + 100 * stream + 1)
+        for name, model, attacked in zip(METHODS, models, attacks):
             row = {"seed": seed, "method": name, **evaluate(model, test, p, seed=1000 * seed + 900)}
             for k in ("precision", "recall", "f1"):
                 row[k] *= 100.0                                  # percent, as the paper's tables
-            row.update(attack(p, model, train, test, seed=1000 * seed + 500 + 100 * stream))
+            row.update(attacked)
             rows.append(row)
         return rows
