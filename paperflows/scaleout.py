@@ -34,11 +34,16 @@ REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (defaul
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
 
 
+OUTPUTS_PATHSPEC = [f":(exclude){folder}" for folder in (*OUTPUT_FOLDERS, "dvc.lock")]
+"""What the stages write: outside the digest, so that outputs arriving during a run do not change it."""
+
+
 def tree_digest(repo: Path) -> str:
-    """The commit checked out in ``repo`` and a digest of its uncommitted changes to tracked files: two clones
-    with the same digest run the same code and params."""
+    """The commit checked out in ``repo`` and a digest of its uncommitted changes to tracked files other than the
+    stages' outputs: two clones with the same digest run the same code and params."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
-    diff = subprocess.run(["git", "diff", "HEAD"], cwd=repo, capture_output=True, check=True).stdout
+    diff = subprocess.run(["git", "diff", "HEAD", "--", ".", *OUTPUTS_PATHSPEC], cwd=repo, capture_output=True,
+                          check=True).stdout
     return f"{head.strip()}+{hashlib.md5(diff).hexdigest()[:12]}"
 
 

@@ -22,6 +22,8 @@ def test_makespan_is_the_longest_first_greedy_schedule():
 def test_a_worker_refuses_a_clone_with_other_code(repo_copy):
     repo, _ = repo_copy
     digest = tree_digest(repo)
+    (repo / "results" / "SUMMARY.md").write_text("rewritten by a stage\n")
+    assert tree_digest(repo) == digest, "outputs landing during a run are not part of the digest"
     (repo / "params.yaml").write_text((repo / "params.yaml").read_text() + "\n# an edit\n")
     assert tree_digest(repo) != digest, "an uncommitted change is part of the digest"
     with pytest.raises(RuntimeError, match="check out the same commit"):
