@@ -206,7 +206,7 @@ def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs
           rescore: bool = typer.Option(False, help="only the evaluation stages, forced: re-score the committed "
                                        "records in one process (no training; about 1 s per paper)"),
           dask_address: Optional[str] = typer.Option(None, help="run the papers on the Dask workers of this "
-                                                     "scheduler (one per machine, each in a clone at this commit)"),
+                                                     "scheduler (one per machine, each in a clone with the same code and params)"),
           workers: int = typer.Option(0, help="run the papers on this many local Dask worker processes")) -> None:
     """Run every changed paper through DVC (saying first how many and for how long), with each one's place in the
     queue and the elapsed time."""

@@ -34,17 +34,21 @@ REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (defaul
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
 
 
-OUTPUTS_PATHSPEC = [f":(exclude){folder}" for folder in (*OUTPUT_FOLDERS, "dvc.lock")]
-"""What the stages write: outside the digest, so that outputs arriving during a run do not change it."""
+INPUTS = ("flows", "tasks", "paperflows", "params.yaml", "params")
+"""What the stages read (code and params); a worker's copy of these must match the driver's."""
 
 
 def tree_digest(repo: Path) -> str:
-    """The commit checked out in ``repo`` and a digest of its uncommitted changes to tracked files other than the
-    stages' outputs: two clones with the same digest run the same code and params."""
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
-    diff = subprocess.run(["git", "diff", "HEAD", "--", ".", *OUTPUTS_PATHSPEC], cwd=repo, capture_output=True,
-                          check=True).stdout
-    return f"{head.strip()}+{hashlib.md5(diff).hexdigest()[:12]}"
+    """A digest of the working-tree content of the tracked files in :data:`INPUTS`: two clones with the same
+    digest run the same code with the same params, whatever else (outputs arriving during a run, docs, later
+    commits of results) differs."""
+    names = subprocess.run(["git", "ls-files", "-z", "--", *INPUTS], cwd=repo, capture_output=True, check=True,
+                           ).stdout.decode().split("\0")
+    digest = hashlib.md5()
+    for name in sorted(filter(None, names)):
+        path = Path(repo) / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<absent>") + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def run_paper_stages(slug: str, expected_tree: str, driver_repo: str) -> dict[str, dict[str, bytes]]:
@@ -55,7 +59,7 @@ def run_paper_stages(slug: str, expected_tree: str, driver_repo: str) -> dict[st
     found = tree_digest(repo)
     if found != expected_tree:
         raise RuntimeError(f"the worker's clone {repo} is at {found}, the driver's at {expected_tree}: "
-                           "check out the same commit (and the same uncommitted changes) on every machine")
+                           "check out the same code and params on every machine")
     env = {**os.environ, FRESH_ENV: "1"}
     with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
         for command in ("record", "evaluate"):
