@@ -63,6 +63,17 @@ def test_selective_scan_matches_the_sequential_recurrence():
         assert torch.allclose(y[..., t, :], (C[..., t, :, None] * h).sum(-2), atol=1e-4)
 
 
+def test_bidirectional_scan_is_the_forward_plus_the_flipped_backward_scan():
+    g = torch.Generator().manual_seed(3)
+    bt, H, L, P, N = 2, 3, 40, 4, 5
+    u, B, C = torch.randn(bt, H, L, P, generator=g), torch.randn(bt, H, L, N, generator=g), torch.randn(bt, H, L, N, generator=g)
+    log_decay = -torch.rand(bt, H, L, generator=g) * 2
+    flip = lambda t: t.flip(2)                                          # noqa: E731 -- the sequence axis
+    two_scans = (method.selective_scan(u, log_decay, B, C)
+                 + flip(method.selective_scan(flip(u), flip(log_decay), flip(B), flip(C))))
+    assert torch.allclose(method.bidirectional_scan(u, log_decay, B, C), two_scans, atol=1e-5)
+
+
 def test_ssm_block_is_causal_in_each_direction_and_mixes_globally():
     torch.manual_seed(0)
     block = method.SSMBlock(8, d_state=4, heads=2)
@@ -71,8 +82,9 @@ def test_ssm_block_is_causal_in_each_direction_and_mixes_globally():
     x2 = x.clone()
     x2[0, 9] += torch.randn(8)                                         # not a constant: LayerNorm would remove it
     xs, xs2 = block.norm(x), block.norm(x2)
-    a, b = block._scan(torch.nn.functional.silu(xs), xs), block._scan(torch.nn.functional.silu(xs2), xs2)
-    assert torch.allclose(a[0, :9], b[0, :9]) and not torch.allclose(a[0, 9:], b[0, 9:])
+    a = method.selective_scan(*block.scan_inputs(torch.nn.functional.silu(xs), xs))
+    b = method.selective_scan(*block.scan_inputs(torch.nn.functional.silu(xs2), xs2))
+    assert torch.allclose(a[0, :, :9], b[0, :, :9]) and not torch.allclose(a[0, :, 9:], b[0, :, 9:])  # (Bt, H, L, P)
     # the bidirectional block: token 0 sees the change at token 9
     assert not torch.allclose(block(x)[0, 0], block(x2)[0, 0])
 

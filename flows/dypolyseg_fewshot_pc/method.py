@@ -152,6 +152,20 @@ def selective_scan(u: torch.Tensor, log_decay: torch.Tensor, B: torch.Tensor, C:
     return scores @ u
 
 
+def bidirectional_scan(u: torch.Tensor, log_decay: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    """``selective_scan`` forward plus ``selective_scan`` over the reversed sequence (flipped back), as one
+    L x L matrix: the backward scan is the anti-causal half, y_t += sum_{s >= t} exp(sum_{r = t..s-1}
+    log_decay_r) (C_t . B_s) u_s, so C B^T is formed once and both halves share one exp and one matmul
+    (half the L x L work of two scans). Same shapes as ``selective_scan``."""
+    L = log_decay.shape[-1]
+    cum = log_decay.cumsum(dim=-1)                                      # inclusive: the forward exponents
+    excl = cum - log_decay                                              # exclusive: the backward exponents
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    exponent = torch.where(causal, cum[..., :, None] - cum[..., None, :], excl[..., None, :] - excl[..., :, None])
+    decay = torch.exp(exponent) + torch.eye(L)                          # <= 0 everywhere; s = t counted by both
+    return (C @ B.transpose(-1, -2) * decay) @ u
+
+
 class SSMBlock(nn.Module):
     """Mamba-style block: in-projection to (x, gate), input-dependent step size dt, B and C per token,
     scan forward and backward over the sequence, gated out-projection, residual; (Bt, L, d) -> (Bt, L, d)."""
@@ -169,20 +183,22 @@ class SSMBlock(nn.Module):
         self.skip = nn.Parameter(torch.ones(d))                         # Mamba's D term
         self.out_proj = nn.Linear(d, d)
 
-    def _scan(self, x: torch.Tensor, xs: torch.Tensor) -> torch.Tensor:
+    def scan_inputs(self, x: torch.Tensor, xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The scan's ``(u, log_decay, B, C)`` (shapes of ``selective_scan``) from ``x``, ``xs`` (Bt, L, d)."""
         bt, L, d = x.shape
         H, N = self.heads, self.d_state
         dt = F.softplus(self.to_dt(xs)).transpose(1, 2)                 # (Bt, H, L)
         bc = self.to_bc(xs).view(bt, L, 2, H, N).permute(2, 0, 3, 1, 4)  # (2, Bt, H, L, N)
         u = x.view(bt, L, H, d // H).transpose(1, 2) * dt[..., None]    # (Bt, H, L, P)
-        y = selective_scan(u, -torch.exp(self.a_log)[None, :, None] * dt, bc[0], bc[1])
-        return y.transpose(1, 2).reshape(bt, L, d)
+        return u, -torch.exp(self.a_log)[None, :, None] * dt, bc[0], bc[1]
 
     def forward(self, f: torch.Tensor) -> torch.Tensor:
         xs = self.norm(f)
         x, gate = self.in_proj(xs).chunk(2, dim=-1)
         x = F.silu(x)
-        y = self._scan(x, xs) + self._scan(x.flip(1), xs.flip(1)).flip(1)  # bidirectional: points have no arrow
+        bt, L, d = x.shape
+        y = bidirectional_scan(*self.scan_inputs(x, xs))                # both directions: points have no arrow
+        y = y.transpose(1, 2).reshape(bt, L, d)
         y = (y + self.skip * x) * F.silu(gate)
         return f + self.out_proj(y)
 
