@@ -80,7 +80,10 @@ def evaluate(params: Params, records: Records) -> RunOutput:
     central = _key(settings[0])
     metrics = {"settings": by_setting, "central_setting": central, "claims": _claims(by_setting)}
     if "real_data" in records.tables:
-        metrics["real_data"] = json.loads(records["real_data"]["analysis"].iloc[0])
+        metrics["real_data"] = real = json.loads(records["real_data"]["analysis"].iloc[0])
+        share = real["creative_share"]  # Clopper-Pearson over the analysed prompts (the paper's prevalence interval)
+        share.update({k: v for k, v in stats.proportion_ci(share["creative_prompts"], share["analysed"]).items()
+                      if k in ("ci_low", "ci_high")})
 
     runs = records["runs"]
     runs_table = runs.drop(columns=["usage", "planted_usage"])
@@ -183,6 +186,6 @@ def _measured(m: dict, themes: pd.DataFrame) -> str:
     if "real_data" in m:
         r = m["real_data"]
         lines.append(f"Real prompts ({r['prompts']} read, {r['kept_by_filter']} past the filters, {r['unique']} unique): "
-                     f"creative share {fmt(r['creative_share'])} (Student-t interval over prompts), k = {r['k']}; JSD to suites "
+                     f"creative share {fmt(r['creative_share'])} (Clopper-Pearson interval over prompts), k = {r['k']}; JSD to suites "
                      + ", ".join(f"{n}: {v:.3f}" for n, v in r["jsd"].items()) + ".")
     return "\n\n".join(lines)

@@ -31,9 +31,7 @@ def creative_composition_experiment(params: Params, ctx: RunContext) -> dict[str
     """The prompt-log pipeline on every seed's planted logs, one per setting of the sweep."""
     runs = [row for rows in over_seeds(method.run_seed, ctx.seeds, p=params, settings=method.sweep_settings(params))
             for row in rows]
-    records = pd.DataFrame([{k: v for k, v in r.items() if k not in ("themes", "prevalence_interval", "lost_by_category")}
-                            | {"prevalence_ci_low": r["prevalence_interval"][0],
-                               "prevalence_ci_high": r["prevalence_interval"][1]} for r in runs])
+    records = pd.DataFrame([{k: v for k, v in r.items() if k not in ("themes", "lost_by_category")} for r in runs])
     save_parquet(records.drop(columns=["usage", "planted_usage"]), ctx.data_dir / "runs.parquet")
     tables = {
         "runs": records,

@@ -45,7 +45,6 @@ from threadpoolctl import threadpool_limits
 from flows.creative_composition.params import Params
 from tasks.embed import minilm_embed
 from tasks.seeding import numpy_rng
-from tasks.stats import mean_ci
 
 DetectorFactory.seed = 0  # langdetect samples n-grams; a fixed seed makes its verdicts reproducible
 _LANGDETECT_INIT = threading.Lock()  # its lazy profile loading is not thread-safe: a seed could see half the profiles
@@ -549,11 +548,10 @@ def analyse(embeddings: np.ndarray, codebook: np.ndarray, p: Params,
     return clusters, label_clusters(embeddings, clusters, codebook)
 
 
-def prevalence_interval(predicted: np.ndarray) -> tuple[float, float]:
-    """95% Student-t interval over prompts of the creative share (the paper's per-category prevalence interval)."""
-    creative = np.isin(predicted, [CATEGORIES.index(c) for c in CREATIVE]).astype(float)
-    _, low, high = mean_ci(creative)
-    return low, high
+def creative_prompts(predicted: np.ndarray) -> int:
+    """How many of the analysed prompts are coded creative: with the number analysed, what the evaluation's
+    prevalence interval (the paper's per-category prevalence interval) is built from."""
+    return int(np.isin(predicted, [CATEGORIES.index(c) for c in CREATIVE]).sum())
 
 
 def sweep_settings(p: Params) -> list[tuple[float, float, float]]:
@@ -606,7 +604,7 @@ def setting_row(pool: Pool, p: Params, seed: int, setting: tuple[float, float, f
         "log_size": len(log), "analysed": len(unique), "k": int(clusters.max() + 1),
         "planted_creative_share": planted_share,
         "estimated_creative_share": estimate,
-        "prevalence_interval": prevalence_interval(predicted),
+        "creative_prompts": creative_prompts(predicted),
         "abs_error": abs(estimate - planted_share),
         "estimated_creative_share_no_dedup": creative_share(shares(no_dedup)),
         "abs_error_no_dedup": abs(creative_share(shares(no_dedup)) - planted_share),
@@ -649,17 +647,17 @@ def load_prompts_jsonl(path: Path, max_prompts: int) -> list[str]:
 
 
 def analyse_real(texts: Sequence[str], p: Params) -> dict:
-    """Filter, dedup, embed, cluster and code real prompts: the category shares, the creative share with its
-    Student-t interval over prompts, and the JSD to each suite."""
+    """Filter, dedup, embed, cluster and code real prompts: the category shares, the creative share with the
+    counts its interval is built from, and the JSD to each suite."""
     with threadpool_limits(limits=1):
         filtered = np.flatnonzero(filter_mask(texts, p))
         unique = filtered[minhash_dedup(minhashes([texts[i] for i in filtered], p), p)]
         embeddings = minilm_embed([texts[i] for i in unique])
         clusters, predicted = analyse(embeddings, codebook_embeddings(), p)
     usage = shares(predicted)
-    low, high = prevalence_interval(predicted)
     return {"prompts": len(texts), "kept_by_filter": int(len(filtered)), "unique": int(len(unique)),
             "k": int(clusters.max() + 1), "shares": dict(zip(CATEGORIES, usage.tolist())),
-            "creative_share": {"mean": creative_share(usage), "ci_low": low, "ci_high": high},
+            "creative_share": {"mean": creative_share(usage), "creative_prompts": creative_prompts(predicted),
+                               "analysed": int(len(predicted))},
             "jsd": {name: js_divergence(usage, suite_distribution(mix)) for name, mix in SUITES.items()},
             "themes": themes([texts[i] for i in unique], clusters, predicted)}
