@@ -61,12 +61,16 @@ def committed_seconds(slugs: Sequence[str], results_root: Path = Path("results")
     return {slug: known.get(slug, fallback) for slug in slugs}
 
 
+def records_stage_seconds(slugs: Sequence[str], results_root: Path = Path("results")) -> dict[str, float]:
+    """Rough wall time of each paper's records stage: its committed flow-body time plus the per-stage overhead."""
+    return {slug: seconds + STAGE_OVERHEAD_S for slug, seconds in committed_seconds(slugs, results_root).items()}
+
+
 def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")) -> float:
-    """Rough wall time of running ``stages``: a records stage costs its committed flow-body time plus the
-    per-stage overhead, an evaluation stage a few seconds."""
+    """Rough wall time of running ``stages`` one after the other: each records stage its
+    :func:`records_stage_seconds`, an evaluation stage a few seconds."""
     slugs = [stage for stage in stages if not stage.endswith(EVAL_SUFFIX)]
-    return (sum(seconds + STAGE_OVERHEAD_S for seconds in committed_seconds(slugs, results_root).values())
-            + EVAL_STAGE_S * (len(stages) - len(slugs)))
+    return sum(records_stage_seconds(slugs, results_root).values()) + EVAL_STAGE_S * (len(stages) - len(slugs))
 
 
 def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
@@ -97,7 +101,6 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
         queue = [stage for slug in choose(papers, slugs) for stage in paper_stage_names(slug)]
     else:
         queue = stages_to_run(slugs)
-    forced = bool(papers) or rescore
     estimate = expected_seconds(queue)
     echo(f"{len(queue)} stages of {len(slugs)} papers to run" + (f": {', '.join(queue)}" if queue else "")
          + (f"; expected about {_clock(estimate)} (committed runtimes; 2 cores)" if queue else ""))
@@ -110,9 +113,9 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
     for position, stage in enumerate(queue, 1):
         echo(f"[{position}/{len(queue)}] {stage} ... (elapsed {_clock(time.monotonic() - started)})")
         stage_started = time.monotonic()
-        # a forced run starts the records afresh instead of appending to the stored ones
-        env = {**os.environ, **({FRESH_ENV: "1"} if forced else {})}
-        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if forced else []), stage), env=env).returncode
+        # chosen papers are forced, and their records start afresh instead of appending to the stored ones
+        env = {**os.environ, **({FRESH_ENV: "1"} if papers else {})}
+        code = subprocess.run(_dvc("repro", "--single-item", *(["--force"] if papers else []), stage), env=env).returncode
         verb = "done" if code == 0 else f"FAILED (exit {code})"
         echo(f"[{position}/{len(queue)}] {stage} {verb} in {time.monotonic() - stage_started:.0f} s "
              f"(elapsed {_clock(time.monotonic() - started)})")
@@ -137,8 +140,7 @@ def repro_scaled_out(slugs: Sequence[str], papers: Sequence[str], dask_address: 
 
     chosen = choose(papers, slugs) if papers else [s for s in stages_to_run(slugs) if not s.endswith(EVAL_SUFFIX)]
     started = time.monotonic()
-    durations = {slug: seconds + STAGE_OVERHEAD_S for slug, seconds in committed_seconds(chosen).items()}
-    failed = repro_on_dask(chosen, durations, dask_address, workers, echo=echo)
+    failed = repro_on_dask(chosen, records_stage_seconds(chosen), dask_address, workers, echo=echo)
     done = [stage for slug in chosen if slug not in failed for stage in paper_stage_names(slug)]
     commit_stages(done)
     code = subprocess.run(_dvc(*the_rest(papers))).returncode

@@ -32,8 +32,6 @@ from tasks.io import replace_dir
 
 REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
-
-
 INPUTS = ("flows", "tasks", "paperflows", "params.yaml", "params")
 """What the stages read (code and params); a worker's copy of these must match the driver's."""
 
