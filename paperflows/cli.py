@@ -274,6 +274,18 @@ def robustness(slugs: List[str] = typer.Argument(None, help="papers (default: al
 
 
 @app.command()
+def pretrained() -> None:
+    """Convert the offline pretrained language models once into data/_pretrained (stage `pretrained`)."""
+    from tasks.pretrained import prepare
+
+    try:
+        for folder in prepare():
+            typer.echo(f"ready: {folder}")
+    except Exception as err:
+        _fail(err)
+
+
+@app.command()
 def report() -> None:
     """Write results/SUMMARY.md and the README's table from every results/<slug>/metrics.json."""
     from paperflows.summary import write_summary

@@ -126,8 +126,9 @@ def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
     tokenizer with ``save_pretrained`` into ``cache_dir`` (default ``data/_pretrained/<name>``), written to a
     temporary sibling and renamed, so a concurrent or interrupted first load never leaves half a folder. Later
     calls read that folder (a few seconds). A stamp file (GGUF name and size, transformers version) rebuilds the
-    cache when either changes. A paper's flow passes a path under its own data dir, a DVC output, e.g.
-    ``data/<slug>/pretrained/<name>``, so ``dvc repro`` converts once and the DVC cache keeps the result.
+    cache when either changes. Papers use the default folder: DVC stage ``pretrained`` (:func:`prepare`) fills
+    ``data/_pretrained`` once, every records stage that imports this module depends on it, and the DVC cache
+    keeps the converted weights.
 
     Each call returns fresh objects: a caller that adds LoRA adapters or hooks does not touch another caller's
     model. The tokenizer pads on the left (what batched generation needs); pad id = eos id for SmolLM2.
@@ -177,6 +178,16 @@ def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
     tokenizer.padding_side = "left"
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.eval(), tokenizer
+
+
+def prepare(root: str | Path = DEFAULT_CACHE_ROOT, names: Sequence[str] = tuple(MODELS)) -> list[Path]:
+    """Convert each model of ``names`` once into ``root/<name>`` (DVC stage ``pretrained``, output
+    ``data/_pretrained``, on which every paper that imports this module depends); returns the folders."""
+    folders = []
+    for name in names:
+        load(name, Path(root) / name)
+        folders.append(Path(root) / name)
+    return folders
 
 
 # --------------------------------------------------------------------------------------------------- prompts
