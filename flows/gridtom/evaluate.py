@@ -49,6 +49,11 @@ def evaluate(params: Params, records: Records) -> RunOutput:
                  "control_minus_none": {s: stats.paired_difference(best_control[s], acc["none"][s]) for s in SPLITS}},
         "margin_diff": {"steered_minus_none": {s: stats.paired_difference(margin["steered"][s], margin["none"][s])
                                                for s in SPLITS}},
+        # a steering that only pushes every answer toward the first room trades true- for false-belief accuracy:
+        # their mean (the validation criterion) shows whether anything is gained on balance
+        "balanced_diff": {"steered_minus_none": stats.paired_difference(
+            (acc["steered"]["false_belief"] + acc["steered"]["true_belief"]) / 2,
+            (acc["none"]["false_belief"] + acc["none"]["true_belief"]) / 2)},
         "changed": {"false_belief": est.summary(chosen, "false_belief_answers_changed")},
         "validation": _best_validation_gain(grid),
         "chosen": {"k": [int(k) for k in est.per_seed(chosen, "k")],
@@ -148,7 +153,8 @@ def _measured(p: Params, m: dict, per_seed: pd.DataFrame) -> str:
         f"{_interval(m['margin_diff']['steered_minus_none']['false_belief'])} nats), random heads - none "
         f"{_interval(d['random_heads_minus_none']['false_belief'])}, random directions - none "
         f"{_interval(d['random_directions_minus_none']['false_belief'])}. True belief: steered - none "
-        f"{_interval(d['steered_minus_none']['true_belief'])}; share of false-belief answers the steering changes "
+        f"{_interval(d['steered_minus_none']['true_belief'])}; mean of false- and true-belief accuracy, steered - none "
+        f"{_interval(m['balanced_diff']['steered_minus_none'])}; share of false-belief answers the steering changes "
         f"{_interval(m['changed']['false_belief'])}. Reality: none - steered {_interval(d['none_minus_steered']['reality'])}, "
         f"none - the steered heads mean-ablated {_interval(d['none_minus_steered_heads_ablated']['reality'])}. On "
         f"validation, the largest false-belief gain of any (K, alpha) over no intervention was "
