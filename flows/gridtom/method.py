@@ -1,26 +1,25 @@
-"""GridToM on a small transformer: the dataset's construction, per-head probing and training-free head steering.
+"""GridToM on a real pretrained LM: text false-belief stories in a grid world, per-head probes, ITI-style steering.
 
 The paper (Li et al., "From Black Boxes to Transparent Minds: Evaluating and Enhancing the Theory of Mind in
 Multimodal LLMs", ICML 2025) has no public code; the pieces below follow its description and the ITI recipe it
-builds on:
+builds on, moved from video to words:
 
-1. **GridToM-lite.** Grid-world episodes: two rooms of 3 x 2 cells joined by one door, agents A and B and one
-   object. Frame 0 has the door open (everyone sees everything); later the door shuts (and may reopen), agents and
-   the object move. With the door shut an agent only sees its own room, so each agent's view of the object is
-   masked while it is elsewhere. Each episode is serialised frame by frame (the object's cell and the door, then
-   each agent's masked view of the other agent and of the object), followed by a two-token question. Question kinds: reality (where is the object now), initial (where was it at the start),
-   first-order belief (where does A / B think it is: its cell at the last frame that agent saw it) and
-   second-order belief (where does B think A thinks it is: its cell at the last frame when B saw A see it).
-   A belief question is *false belief* when its answer differs from reality.
-2. **Probing.** Each head's output at the answer position (the question's last token) is read with a forward
-   pre-hook on the block's output projection, whose input is the concatenation of the heads; one logistic
-   regression per head (scikit-learn) separates false from true first-order belief; accuracy on a held-out half.
-3. **Steering (ITI).** The top-K heads by probe accuracy get alpha * sigma_h * theta_h added to their output at
-   the answer position, theta_h the unit mass-mean direction (false-belief mean - true-belief mean) and sigma_h
-   the std of the activations along it; (K, alpha) are chosen on a validation split; no weight changes.
+1. **Stories.** A grid world of four coloured rooms, a protagonist A, a mover B and an object. The object starts in
+   one room; B moves it to another while A is away or looking elsewhere (*false belief*: A should look in the first
+   room) or while A watches (*true belief*: the second room). Two questions end each story: where will A look
+   (belief), and where is the object now (reality). The answer is the room's colour, one token, read as the more
+   likely of the two rooms of the story (the object's first and last room).
+2. **Probing.** Each attention head's output at the answer position (the last prompt token) is read with a forward
+   pre-hook on the block's ``o_proj``, whose input is the concatenation of the heads; one logistic regression per
+   head (scikit-learn) separates false- from true-belief stories; accuracy on held-out stories.
+3. **Steering (ITI).** The top-K heads by probe accuracy get alpha * sigma_h * theta_h added to their output at the
+   answer position, theta_h the unit mass-mean direction (false-belief mean - true-belief mean) and sigma_h the std
+   of the activations along it; (K, alpha) are chosen on validation stories; no weight changes.
 
-Shapes: ``n`` questions, ``T`` frames, ``L`` = 1 + 6 T + 2 tokens, ``H`` = n_layer * n_head heads of width
-``d_head``; a head's flat index is ``layer * n_head + head``.
+Because every edit touches the last position only, the prompt's other tokens are run once with a key/value cache and
+each condition re-runs just the last token (``score_under_edits``): the prefix costs one forward however many
+conditions are scored. Shapes: ``n`` prompts, ``H`` = n_layers * n_heads heads of width ``d_head``; a head's flat
+index is ``layer * n_heads + head``.
 """
 
 from __future__ import annotations
@@ -28,211 +27,122 @@ from __future__ import annotations
 import itertools
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.linear_model import LogisticRegression
 
 from flows.gridtom.params import Params
-from tasks.lm import GPT, GPTConfig, Tokenizer, cached_lm, make_gpt
-from tasks.seeding import numpy_rng, torch_generator
+from tasks import pretrained as P
+from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
-ROOM_CELLS = 6                      # cells per room: cells 0-5 are the left room, 6-11 the right one
-N_CELLS = 2 * ROOM_CELLS
-KINDS = ("reality", "initial", "first_A", "first_B", "second_AB", "second_BA")
-QUESTION = {"reality": ("now", "-"), "initial": ("start", "-"), "first_A": ("A", "-"), "first_B": ("B", "-"),
-            "second_AB": ("A", "B"), "second_BA": ("B", "A")}       # (who, about whom): "A B" = A thinks B thinks
-BELIEF_KINDS = ("first_A", "first_B", "second_AB", "second_BA")
-FIRST_ORDER = ("first_A", "first_B")
-STREAM_TRAIN, STREAM_PROBE, STREAM_VAL, STREAM_TEST, STREAM_CONTROL = 1, 2, 3, 4, 5
-TOKENIZER = Tokenizer([*(f"c{i}" for i in range(N_CELLS)), "?", "open", "shut", "now", "start", "A", "B", "-"],
-                      level="word")
-FRAME_TOKENS = 6                    # object, door, A sees B, A sees object, B sees A, B sees object
-CELL_IDS = torch.tensor([TOKENIZER.stoi[f"c{i}"] for i in range(N_CELLS)])
+STREAM_STORIES, STREAM_SPLIT, STREAM_CONTROL = 1, 2, 3
+NAMES = ("Anna", "Ben", "Carla", "David", "Emma", "Frank", "Grace", "Henry", "Lucy", "Mark", "Nora", "Oscar")
+OBJECTS = ("ball", "key", "apple", "book", "coin", "hat", "cup", "shoe", "box", "pen")
+COLOURS = ("red", "blue", "green", "yellow", "white", "black", "orange", "purple", "pink", "brown")
+# A is away (false belief) or watching (true belief) while B moves the object: (before the move, after it)
+AWAY = (("{A} leaves the grid.", "Then {A} comes back."),
+        ("{A} turns around and looks at the wall.", "Then {A} turns back."),
+        ("{A} falls asleep.", "Then {A} wakes up."),
+        ("{A} goes out for a walk.", "Then {A} returns."))
+WATCHING = (("{A} stays and watches.", "{A} saw it all."),
+            ("{A} looks at the {obj} the whole time.", "{A} saw it all."),
+            ("{A} is awake and watching.", "{A} saw it all."),
+            ("{A} stands next to {B} and watches.", "{A} saw it all."))
+QUESTIONS = {"belief": "Question: In which room will {A} look for the {obj}?\nAnswer: {A} will look in the",
+             "reality": "Question: In which room is the {obj} now?\nAnswer: The {obj} is in the"}
 
 
-# --------------------------------------------------------------------------------------------- the world
+# ----------------------------------------------------------------------------------------------- the stories
 @dataclass(frozen=True)
-class Episodes:
-    """``n`` episodes of ``T`` frames: agent cells (n, T, 2) for A and B, object cell (n, T), door open (n, T)."""
+class Story:
+    """One story frame; ``first`` and ``last`` are the object's rooms before and after B moves it."""
 
-    agents: np.ndarray
-    obj: np.ndarray
-    door: np.ndarray
+    a: str
+    b: str
+    obj: str
+    rooms: tuple[str, str, str, str]
+    first: str
+    last: str
+    template: int
 
+    def text(self, false_belief: bool) -> str:
+        before, after = (AWAY if false_belief else WATCHING)[self.template]
+        fill = dict(A=self.a, B=self.b, obj=self.obj)
+        rooms = ", ".join(f"the {r} room" for r in self.rooms[:3]) + f" and the {self.rooms[3]} room"
+        return (f"The world is a grid of four rooms: {rooms}. {self.a} and {self.b} are in the {self.first} room. "
+                f"There is a {self.obj} in the {self.first} room. {before.format(**fill)} {self.b} moves the "
+                f"{self.obj} to the {self.last} room. {after.format(**fill)}")
 
-def room(cell: np.ndarray) -> np.ndarray:
-    return cell // ROOM_CELLS
+    def prompt(self, false_belief: bool, question: str) -> str:
+        return self.text(false_belief) + "\n" + QUESTIONS[question].format(A=self.a, obj=self.obj)
 
-
-def generate_episodes(n: int, n_frames: int, move_prob: float, rng: np.random.Generator) -> Episodes:
-    """Random episodes. The door is open at frame 0, shuts at a frame in 1..T-1 and reopens later or never.
-    Each frame an agent moves (prob ``move_prob``) to a random cell, in either room if the door was open at the
-    previous frame, else within its room; the object is moved the same way."""
-    T = n_frames
-    t_close = rng.integers(1, T, n)
-    t_open = rng.integers(t_close + 1, T + 2)                 # T or T + 1: never reopens within the episode
-    frames = np.arange(T)
-    door = (frames < t_close[:, None]) | (frames >= t_open[:, None])
-    agents = np.empty((n, T, 2), dtype=np.int64)
-    obj = np.empty((n, T), dtype=np.int64)
-    agents[:, 0] = rng.integers(0, N_CELLS, (n, 2))
-    obj[:, 0] = rng.integers(0, N_CELLS, n)
-    for t in range(1, T):
-        for current, shape in ((agents, (n, 2)), (obj, (n,))):
-            previous = current[:, t - 1]
-            through_door = door[:, t - 1].reshape((n,) + (1,) * (len(shape) - 1))
-            anywhere = rng.integers(0, N_CELLS, shape)
-            same_room = room(previous) * ROOM_CELLS + rng.integers(0, ROOM_CELLS, shape)
-            moved = np.where(through_door, anywhere, same_room)
-            current[:, t] = np.where(rng.random(shape) < move_prob, moved, previous)
-    return Episodes(agents, obj, door)
+    def answer(self, false_belief: bool, question: str) -> str:
+        """Reality is the last room; A believes the first room only if A missed the move."""
+        return self.first if question == "belief" and false_belief else self.last
 
 
-def sees(viewer: np.ndarray, target: np.ndarray, door: np.ndarray) -> np.ndarray:
-    """Whether an agent at cell ``viewer`` sees cell ``target`` (same shapes, with ``door``): door open or same room."""
-    return door | (room(viewer) == room(target))
-
-
-def _cell_at_last(mask: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """cells[i, t*] with t* the last frame where mask[i] holds (n, T) -> (n,); frame 0 always holds here."""
-    last = mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
-    return cells[np.arange(len(cells)), last]
-
-
-def answers(ep: Episodes, kind: str) -> np.ndarray:
-    """The object's cell that answers question ``kind`` for each episode: (n,)."""
-    a, b = ep.agents[:, :, 0], ep.agents[:, :, 1]
-    agent = {"A": a, "B": b}
-    if kind == "reality":
-        return ep.obj[:, -1]
-    if kind == "initial":
-        return ep.obj[:, 0]
-    if kind in FIRST_ORDER:
-        x = agent[kind[-1]]
-        return _cell_at_last(sees(x, ep.obj, ep.door), ep.obj)
-    y, x = agent[kind[-2]], agent[kind[-1]]                   # y thinks x thinks
-    witnessed = sees(y, x, ep.door) & sees(x, ep.obj, ep.door) & sees(y, ep.obj, ep.door)
-    return _cell_at_last(witnessed, ep.obj)
-
-
-def serialise(ep: Episodes, kind: str) -> np.ndarray:
-    """Token ids (n, L): bos, then per frame [object cell, door, A's view of B, A's view of the object, B's view of
-    A, B's view of the object] (a masked cell reads '?'), then the question (who, about)."""
-    s = TOKENIZER.stoi
-    cell = np.array([s[f"c{i}"] for i in range(N_CELLS)])
-    a, b, o = ep.agents[:, :, 0], ep.agents[:, :, 1], ep.obj
-
-    def view(viewer: np.ndarray, target: np.ndarray) -> np.ndarray:
-        return np.where(sees(viewer, target, ep.door), cell[target], s["?"])
-
-    n = len(o)
-    frames = np.stack([cell[o], np.where(ep.door, s["open"], s["shut"]),
-                       view(a, b), view(a, o), view(b, a), view(b, o)], axis=2)
-    who, about = QUESTION[kind]
-    return np.concatenate([np.full((n, 1), TOKENIZER.bos), frames.reshape(n, -1),
-                           np.tile([s[who], s[about]], (n, 1))], axis=1)
+def draw_stories(n: int, rng: np.random.Generator) -> list[Story]:
+    stories = []
+    for _ in range(n):
+        a, b = rng.choice(NAMES, 2, replace=False)
+        rooms = tuple(str(c) for c in rng.choice(COLOURS, 4, replace=False))
+        first, last = rng.choice(rooms, 2, replace=False)
+        stories.append(Story(str(a), str(b), str(rng.choice(OBJECTS)), rooms, str(first), str(last),
+                             int(rng.integers(len(AWAY)))))
+    return stories
 
 
 @dataclass(frozen=True)
-class Questions:
-    """``n`` questions: ids (n, L) int64, answer cell (n,), kind index into KINDS (n,), false belief (n,)."""
+class Prompts:
+    """``n`` prompts with their two candidate answer tokens: column 0 the correct room, column 1 the other."""
 
-    ids: torch.Tensor
-    answer: np.ndarray
-    kind: np.ndarray
-    false_belief: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.answer)
+    texts: list[str]
+    candidates: torch.Tensor          # (n, 2) token ids
 
 
-def concat(parts: list[Questions]) -> Questions:
-    return Questions(torch.cat([q.ids for q in parts]), np.concatenate([q.answer for q in parts]),
-                     np.concatenate([q.kind for q in parts]), np.concatenate([q.false_belief for q in parts]))
+def colour_token(tokenizer, colour: str) -> int:
+    ids = P.token_ids(tokenizer, " " + colour, bos=False)
+    if len(ids) != 1:
+        raise ValueError(f"' {colour}' is {len(ids)} tokens for this tokenizer; answers must be one token")
+    return ids[0]
 
 
-def draw_questions(p: Params, rng: np.random.Generator, kind: str, n: int, false_belief: float | None) -> Questions:
-    """``n`` questions of one kind. ``false_belief`` None: as episodes come; else exactly round(n * share) of them
-    false belief (answer != reality) and the rest true belief, drawn by rejection from fresh episodes."""
-    if false_belief is None:
-        quota: dict[bool | None, int] = {None: n}
-    else:
-        quota = {True: round(n * false_belief), False: n - round(n * false_belief)}
-    parts = []
-    while any(quota.values()):
-        ep = generate_episodes(max(4 * n, 256), p.n_frames, p.move_prob, rng)
-        answer = answers(ep, kind)
-        false = answer != ep.obj[:, -1]
-        keep = []
-        for label, left in quota.items():
-            rows = (np.arange(len(answer)) if label is None else np.flatnonzero(false == label))[:left]
-            keep.append(rows)
-            quota[label] = left - len(rows)
-        rows = np.sort(np.concatenate(keep))
-        parts.append(Questions(torch.as_tensor(serialise(ep, kind)[rows]), answer[rows],
-                               np.full(len(rows), KINDS.index(kind)), false[rows]))
-    return concat(parts)
-
-
-def training_questions(p: Params, seed: int) -> Questions:
-    """``n_train`` questions, every kind equally often; belief questions false belief at ``train_false_belief``."""
-    rng = numpy_rng(seed, STREAM_TRAIN)
-    per_kind = p.n_train // len(KINDS)
-    parts = [draw_questions(p, rng, k, per_kind, p.train_false_belief if k in BELIEF_KINDS else None) for k in KINDS]
-    return concat(parts)
-
-
-def balanced_first_order(p: Params, rng: np.random.Generator, n: int) -> Questions:
-    """``n`` first-order questions, half about A and half about B, each half half false belief."""
-    return concat([draw_questions(p, rng, k, n // 2, 0.5) for k in FIRST_ORDER])
-
-
-# --------------------------------------------------------------------------------------------- the model
-def gpt_config(p: Params) -> GPTConfig:
-    return GPTConfig(vocab_size=len(TOKENIZER), context=FRAME_TOKENS * p.n_frames + 3, n_layer=p.n_layer,
-                     n_head=p.n_head, d_model=p.d_model)
-
-
-def train_model(p: Params, train: Questions, seed: int) -> GPT:
-    """The GPT of ``tasks.lm`` trained from scratch on the answer token only (cross-entropy at the last
-    position, AdamW, seeded batch order): the frames are random draws with nothing to predict."""
-    model = make_gpt(gpt_config(p), seed)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
-    generator = torch_generator(seed)
-    target = CELL_IDS[torch.as_tensor(train.answer)]
-    model.train()
-    for _ in range(p.epochs):
-        order = torch.randperm(len(train), generator=generator)
-        for start in range(0, len(order), p.batch_size):
-            rows = order[start:start + p.batch_size]
-            logits, _ = model(train.ids[rows])
-            loss = F.cross_entropy(logits[:, -1], target[rows])
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-    return model.eval()
-
-
-def model_key(p: Params, seed: int) -> dict:
-    """Everything that sets the weights: the world, the training questions, the architecture, the optimiser."""
-    fields = ("n_frames", "move_prob", "n_train", "train_false_belief", "n_layer", "n_head", "d_model", "epochs",
-              "batch_size", "lr", "weight_decay")
-    return {"seed": seed, "vocabulary": TOKENIZER.itos, **{f: getattr(p, f) for f in fields}}
+def prompts(tokenizer, stories: list[Story], false_belief: bool, question: str) -> Prompts:
+    rows = []
+    for s in stories:
+        right = s.answer(false_belief, question)
+        wrong = s.last if right == s.first else s.first
+        rows.append([colour_token(tokenizer, right), colour_token(tokenizer, wrong)])
+    return Prompts([s.prompt(false_belief, question) for s in stories], torch.tensor(rows))
 
 
 # ---------------------------------------------------------------------------------- per-head read and edit
-HeadEdit = Callable[[int, torch.Tensor], torch.Tensor | None]
+HeadEdit = Callable[[int, torch.Tensor], "torch.Tensor | None"]
+
+
+@dataclass(frozen=True)
+class Heads:
+    n_layers: int
+    n_heads: int
+    d_head: int
+
+    @classmethod
+    def of(cls, model) -> "Heads":
+        c = model.config
+        return cls(c.num_hidden_layers, c.num_attention_heads, c.head_dim)
+
+    @property
+    def count(self) -> int:
+        return self.n_layers * self.n_heads
 
 
 @contextmanager
-def head_edit(model: GPT, edit: HeadEdit) -> Iterator[None]:
-    """Call ``edit(layer, x)`` on every block's concatenated head outputs at the last position, x (b, d_model)
-    (head h is x[:, h*d_head:(h+1)*d_head]), before the output projection; a tensor it returns replaces x."""
+def head_edit(model, edit: HeadEdit | None) -> Iterator[None]:
+    """Call ``edit(layer, x)`` on every block's concatenated head outputs at the last position, x (b, n_heads *
+    d_head) (head h is x[:, h*d_head:(h+1)*d_head]), before ``o_proj``; a tensor it returns replaces x."""
     def hook_for(layer: int):
         def hook(module, args):
             x = args[0]
@@ -241,43 +151,90 @@ def head_edit(model: GPT, edit: HeadEdit) -> Iterator[None]:
                 return None
             x = x.clone()
             x[:, -1] = new_last
-            return (x,)
+            return (x, *args[1:])
         return hook
 
     with ExitStack() as stack:
-        for layer, block in enumerate(model.blocks):
-            handle = block.attention.proj.register_forward_pre_hook(hook_for(layer))
-            stack.callback(handle.remove)
+        if edit is not None:
+            for layer, block in enumerate(P.decoder_layers(model)):
+                handle = block.self_attn.o_proj.register_forward_pre_hook(hook_for(layer))
+                stack.callback(handle.remove)
         yield
 
 
-@torch.no_grad()
-def head_outputs(model: GPT, ids: torch.Tensor) -> torch.Tensor:
-    """Every head's output at the last position: (n, H, d_head)."""
-    stored: dict[int, torch.Tensor] = {}
-
+def reader(store: dict[int, torch.Tensor]) -> HeadEdit:
+    """An edit that records each layer's head outputs at the last position and changes nothing."""
     def read(layer: int, x: torch.Tensor) -> None:
-        stored[layer] = x.clone()
+        store[layer] = x.detach().clone()
+    return read
 
-    with head_edit(model, read):
-        model(ids)
-    c = model.config
-    return torch.stack([stored[layer] for layer in range(c.n_layer)], dim=1).reshape(len(ids), -1, c.d_model // c.n_head)
+
+def steering(heads: np.ndarray, directions: np.ndarray, sigma: np.ndarray, alpha: float, layout: Heads) -> HeadEdit:
+    """Add alpha * sigma_h * direction_h (unit) to each head in ``heads`` (flat indices) at the last position."""
+    shift: dict[int, torch.Tensor] = {}
+    for h in heads:
+        layer, within = divmod(int(h), layout.n_heads)
+        vector = shift.setdefault(layer, torch.zeros(layout.n_heads * layout.d_head))
+        vector[within * layout.d_head:(within + 1) * layout.d_head] = torch.as_tensor(
+            alpha * sigma[h] * directions[h], dtype=torch.float32)
+    return lambda layer, x: x + shift[layer] if layer in shift else None
+
+
+def mean_ablation(heads: np.ndarray, mean_outputs: np.ndarray, layout: Heads) -> HeadEdit:
+    """Replace each head in ``heads`` (flat indices) by its mean output (H, d_head) at the last position."""
+    mask: dict[int, torch.Tensor] = {}
+    value: dict[int, torch.Tensor] = {}
+    for h in heads:
+        layer, within = divmod(int(h), layout.n_heads)
+        span = slice(within * layout.d_head, (within + 1) * layout.d_head)
+        width = layout.n_heads * layout.d_head
+        mask.setdefault(layer, torch.zeros(width, dtype=torch.bool))[span] = True
+        value.setdefault(layer, torch.zeros(width))[span] = torch.as_tensor(mean_outputs[h], dtype=torch.float32)
+    return lambda layer, x: torch.where(mask[layer], value[layer], x) if layer in mask else None
 
 
 @torch.no_grad()
-def predict(model: GPT, ids: torch.Tensor, edit: HeadEdit | None = None) -> np.ndarray:
-    """The answer cell (n,): the most likely cell token at the last position (a multiple-choice read-out)."""
-    if edit is None:
-        logits = model(ids)[0][:, -1]
-    else:
-        with head_edit(model, edit):
-            logits = model(ids)[0][:, -1]
-    return logits[:, CELL_IDS].argmax(dim=1).numpy()
+def score_under_edits(model, tokenizer, batch: Prompts, edits: dict[str, HeadEdit | None], batch_size: int,
+                      read_heads: bool = False) -> tuple[dict[str, torch.Tensor], torch.Tensor | None]:
+    """log p of the two candidates at the answer position under each edit: {name: (n, 2)}; with ``read_heads``
+    also the unedited head outputs there, (n, H, d_head).
+
+    All but the last token run once per prompt (left padding: every row's last column is a real token), their
+    key/value cache is kept, and each edit re-runs the last token on it, then the cache is cropped back: an edit
+    at the last position cannot change the earlier positions, so this equals a full forward per edit."""
+    layout = Heads.of(model)
+    scores: dict[str, list[torch.Tensor]] = {name: [] for name in edits}
+    read: list[torch.Tensor] = []
+    with torch_single_thread():
+        for start in range(0, len(batch.texts), batch_size):
+            ids, mask = P.encode(tokenizer, batch.texts[start:start + batch_size])
+            positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+            cache = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+                          use_cache=True, logits_to_keep=1).cache
+            candidates = batch.candidates[start:start + batch_size]
+            for name, edit in edits.items():
+                store: dict[int, torch.Tensor] = {}
+                with head_edit(model, reader(store) if read_heads and edit is None else edit):
+                    logits = model(input_ids=ids[:, -1:], attention_mask=mask, position_ids=positions[:, -1:],
+                                   cache=cache, use_cache=True).logits[:, -1].float()
+                cache.crop(-1)
+                scores[name].append(torch.log_softmax(logits, dim=-1).gather(1, candidates))
+                if store:
+                    read.append(torch.stack([store[layer] for layer in range(layout.n_layers)], dim=1)
+                                .reshape(len(ids), layout.count, layout.d_head))
+    heads = torch.cat(read) if read_heads else None
+    return {name: torch.cat(s) for name, s in scores.items()}, heads
 
 
-def accuracy(model: GPT, q: Questions, edit: HeadEdit | None = None) -> float:
-    return float((predict(model, q.ids, edit) == q.answer).mean())
+@torch.no_grad()
+def full_forward_logprobs(model, tokenizer, batch: Prompts) -> torch.Tensor:
+    """The same candidates' log p from one plain forward of each whole prompt (no cache): the reference of the
+    cached path (n, 2)."""
+    with torch_single_thread():
+        ids, mask = P.encode(tokenizer, batch.texts)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits[:, -1].float()
+    return torch.log_softmax(logits, dim=-1).gather(1, batch.candidates)
 
 
 # ------------------------------------------------------------------------------------------------ probing
@@ -300,32 +257,6 @@ def mass_mean_directions(acts: np.ndarray, labels: np.ndarray) -> tuple[np.ndarr
     return theta, sigma
 
 
-def steering(heads: np.ndarray, directions: np.ndarray, sigma: np.ndarray, alpha: float, n_head: int) -> HeadEdit:
-    """Add alpha * sigma_h * direction_h (unit) to each head in ``heads`` (flat indices) at the last position."""
-    d_head = directions.shape[1]
-    shift: dict[int, torch.Tensor] = {}
-    for h in heads:
-        layer, within = divmod(int(h), n_head)
-        vector = shift.setdefault(layer, torch.zeros(n_head * d_head))
-        vector[within * d_head:(within + 1) * d_head] = torch.as_tensor(alpha * sigma[h] * directions[h],
-                                                                         dtype=torch.float32)
-    return lambda layer, x: x + shift[layer] if layer in shift else None
-
-
-def mean_ablation(heads: np.ndarray, mean_outputs: np.ndarray, n_head: int) -> HeadEdit:
-    """Replace each head in ``heads`` (flat indices) by its mean output (H, d_head) at the last position."""
-    d_head = mean_outputs.shape[1]
-    mask: dict[int, torch.Tensor] = {}
-    value: dict[int, torch.Tensor] = {}
-    for h in heads:
-        layer, within = divmod(int(h), n_head)
-        span = slice(within * d_head, (within + 1) * d_head)
-        mask.setdefault(layer, torch.zeros(n_head * d_head, dtype=torch.bool))[span] = True
-        value.setdefault(layer, torch.zeros(n_head * d_head))[span] = torch.as_tensor(mean_outputs[h],
-                                                                                     dtype=torch.float32)
-    return lambda layer, x: torch.where(mask[layer], value[layer], x) if layer in mask else None
-
-
 def random_unit(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
     """Random unit vectors (rows), uniform on the sphere."""
     v = rng.standard_normal(shape)
@@ -333,76 +264,84 @@ def random_unit(shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ one seed
-def _balanced(model: GPT, val: dict[str, Questions], edit: HeadEdit | None) -> dict[str, float]:
-    """Accuracy on the false- and true-belief validation questions and their mean (the selection criterion)."""
-    acc = {name: accuracy(model, q, edit) for name, q in val.items()}
-    return {**acc, "balanced": (acc["false"] + acc["true"]) / 2}
+def _accuracy(logp: torch.Tensor) -> float:
+    return float((logp[:, 0] > logp[:, 1]).float().mean())
 
 
-def run_seed(p: Params, seed: int, data_dir: str) -> dict:
-    """One seed: dataset, trained (or cached) model, per-head probes, (K, alpha) chosen on validation, every
-    intervention and control on test."""
-    with torch_single_thread():
-        model = cached_lm(Path(data_dir) / f"gpt_seed{seed}.pt", model_key(p, seed),
-                          lambda: train_model(p, training_questions(p, seed), seed))
-        n_head = model.config.n_head
+def _margin(logp: torch.Tensor) -> float:
+    """Mean log p(correct room) - log p(other room)."""
+    return float((logp[:, 0] - logp[:, 1]).mean())
 
-        # probing split: first-order questions, half false belief; probes fit on one half, scored on the other
-        rng = numpy_rng(seed, STREAM_PROBE)
-        probe = balanced_first_order(p, rng, p.n_probe)
-        acts = head_outputs(model, probe.ids).numpy().astype(np.float64)
-        order = rng.permutation(len(probe))
-        fit, score = order[:len(order) // 2], order[len(order) // 2:]
-        head_acc = probe_accuracies(acts, probe.false_belief, fit, score)
-        permuted = probe_accuracies(acts, rng.permutation(probe.false_belief), fit, score)
-        asked_b = probe.kind == KINDS.index("first_B")
-        agent_acc = probe_accuracies(acts, asked_b, fit, score)
-        theta, sigma = mass_mean_directions(acts, probe.false_belief)
-        ranking = np.argsort(-head_acc, kind="stable")
 
-        # validation: (K, alpha) by accuracy on first-order questions, half false belief
-        val_rng = numpy_rng(seed, STREAM_VAL)
-        val = {name: concat([draw_questions(p, val_rng, kind, p.n_val // 2, share) for kind in FIRST_ORDER])
-               for name, share in (("false", 1.0), ("true", 0.0))}
-        val_acc = {setting: _balanced(model, val, steering(ranking[:setting[0]], theta, sigma, setting[1], n_head))
-                   for setting in itertools.product(p.ks, p.alphas)}
-        grid = {setting: v["balanced"] for setting, v in val_acc.items()}
-        k, alpha = max(grid, key=grid.get)                       # first best in grid order on ties
+def run_seed(p: Params, seed: int) -> dict:
+    """One seed: fresh stories split into probe / validation / test, per-head probes, (K, alpha) chosen on
+    validation, then every intervention and control scored on the test stories."""
+    model, tokenizer = P.load(p.model)    # a fresh model per seed: hooks live on the module
+    layout = Heads.of(model)
+    rng = numpy_rng(seed, STREAM_STORIES)
+    probe_stories, val_stories, test_stories = (draw_stories(n, rng) for n in (p.n_probe, p.n_val, p.n_test))
+    scored = lambda stories, fb, question, edits, read=False: score_under_edits(
+        model, tokenizer, prompts(tokenizer, stories, fb, question), edits, p.batch_size, read)
 
-        # test: every question kind, without and with each intervention
-        test_rng = numpy_rng(seed, STREAM_TEST)
-        test = {"false_belief": concat([draw_questions(p, test_rng, kind, p.n_test // 2, 1.0) for kind in FIRST_ORDER]),
-                "true_belief": concat([draw_questions(p, test_rng, kind, p.n_test // 2, 0.0) for kind in FIRST_ORDER]),
-                "reality": draw_questions(p, test_rng, "reality", p.n_test, None),
-                "initial": draw_questions(p, test_rng, "initial", p.n_test, None),
-                "second_order": concat([draw_questions(p, test_rng, kind, p.n_test // 2, None)
-                                        for kind in ("second_AB", "second_BA")])}
-        control_rng = numpy_rng(seed, STREAM_CONTROL)
-        random_heads = control_rng.choice(len(head_acc), size=k, replace=False)
-        edits: dict[str, HeadEdit | None] = {
-            "none": None,
-            "steered": steering(ranking[:k], theta, sigma, alpha, n_head),
-            "random_heads": steering(random_heads, theta, sigma, alpha, n_head),
-            "random_directions": steering(ranking[:k], random_unit(theta.shape, control_rng), sigma, alpha, n_head),
-            # the side-effect control: the steered heads themselves knocked out, so "steering them spares reality"
-            # says something only if reality depends on them
-            "steered_heads_ablated": mean_ablation(ranking[:k], acts.mean(axis=0), n_head),
-        }
-        acc = {name: {split: accuracy(model, q, edit) for split, q in test.items()} for name, edit in edits.items()}
-        # the working-method gate of the side-effect claim: did the chosen steering change any false-belief answer?
-        false_belief = test["false_belief"].ids
-        changed = float((predict(model, false_belief, edits["steered"]) != predict(model, false_belief)).mean())
-        identity = lambda layer, x: x.clone()
-        with torch.no_grad():
-            plain = model(test["reality"].ids[:64])[0]
-            with head_edit(model, identity):
-                hooked = model(test["reality"].ids[:64])[0]
+    # probing: head outputs at the answer position of each probe story told both ways; the reality question on the
+    # false-belief telling is the label-control set (which question is asked, of the very same story)
+    none = {"none": None}
+    (fb_logp, fb_acts), (tb_logp, tb_acts), (real_logp, real_acts) = (
+        scored(probe_stories, fb, q, none, read=True) for fb, q in ((True, "belief"), (False, "belief"),
+                                                                    (True, "reality")))
+    acts = torch.cat([fb_acts, tb_acts]).numpy().astype(np.float64)            # (2 n_probe, H, d_head)
+    false_belief = np.r_[np.ones(p.n_probe, bool), np.zeros(p.n_probe, bool)]
+    split_rng = numpy_rng(seed, STREAM_SPLIT)
+    fit_stories = split_rng.permutation(p.n_probe)[:p.n_probe // 2]            # both tellings of a story together
+    fit_rows = np.isin(np.arange(2 * p.n_probe) % p.n_probe, fit_stories)
+    fit, score = np.flatnonzero(fit_rows), np.flatnonzero(~fit_rows)
+    head_acc = probe_accuracies(acts, false_belief, fit, score)
+    permuted = probe_accuracies(acts, split_rng.permutation(false_belief), fit, score)
+    question_acts = torch.cat([fb_acts, real_acts]).numpy().astype(np.float64)
+    question_acc = probe_accuracies(question_acts, false_belief, fit, score)    # label: belief vs reality question
+    theta, sigma = mass_mean_directions(acts, false_belief)
+    ranking = np.argsort(-head_acc, kind="stable")
+
+    # validation: (K, alpha) by balanced belief accuracy (false and true belief told of the same stories)
+    grid = {(k, a): steering(ranking[:k], theta, sigma, a, layout) for k, a in itertools.product(p.ks, p.alphas)}
+    val_edits = {"none": None, **{f"K={k}, alpha={a:g}": e for (k, a), e in grid.items()}}
+    val_fb, _ = scored(val_stories, True, "belief", val_edits)
+    val_tb, _ = scored(val_stories, False, "belief", val_edits)
+    val = {name: {"false": _accuracy(val_fb[name]), "true": _accuracy(val_tb[name])} for name in val_edits}
+    for v in val.values():
+        v["balanced"] = (v["false"] + v["true"]) / 2
+    k, alpha = max(grid, key=lambda s: val[f"K={s[0]}, alpha={s[1]:g}"]["balanced"])   # first best on ties
+
+    # test: belief questions told both ways and the reality question, under every intervention
+    control_rng = numpy_rng(seed, STREAM_CONTROL)
+    random_heads = control_rng.choice(layout.count, size=k, replace=False)
+    edits = {"none": None,
+             "steered": steering(ranking[:k], theta, sigma, alpha, layout),
+             "random_heads": steering(random_heads, theta, sigma, alpha, layout),
+             "random_directions": steering(ranking[:k], random_unit(theta.shape, control_rng), sigma, alpha, layout),
+             # the side-effect control: the steered heads knocked out, so "steering them spares reality" says
+             # something only if reality depends on them
+             "steered_heads_ablated": mean_ablation(ranking[:k], acts.mean(axis=0), layout)}
+    test = {"false_belief": scored(test_stories, True, "belief", edits)[0],
+            "true_belief": scored(test_stories, False, "belief", edits)[0],
+            "reality": scored(test_stories, True, "reality", edits)[0]}
+    changed = float(((test["false_belief"]["steered"][:, 0] > test["false_belief"]["steered"][:, 1])
+                     != (test["false_belief"]["none"][:, 0] > test["false_belief"]["none"][:, 1])).float().mean())
+
+    # own-code checks: the cached last-token path equals a plain forward; a write-back edit changes nothing
+    check = prompts(tokenizer, test_stories[:p.batch_size], True, "reality")
+    identity = lambda layer, x: x.clone()
+    cached = score_under_edits(model, tokenizer, check, {"none": None, "identity": identity}, p.batch_size)[0]
     return {
-        "seed": seed, "accuracy": acc, "false_belief_answers_changed": changed, "chosen_k": k, "chosen_alpha": alpha,
-        "val_grid": {"no intervention": _balanced(model, val, None),
-                     **{f"K={kk}, alpha={a:g}": v for (kk, a), v in val_acc.items()}},
+        "seed": seed, "chosen_k": k, "chosen_alpha": alpha,
+        "accuracy": {c: {s: _accuracy(t[c]) for s, t in test.items()} for c in edits},
+        "margin": {c: {s: _margin(t[c]) for s, t in test.items()} for c in edits},
+        "false_belief_answers_changed": changed, "val_grid": val,
+        "probe_set_accuracy": {"false_belief": _accuracy(fb_logp["none"]), "true_belief": _accuracy(tb_logp["none"]),
+                               "reality": _accuracy(real_logp["none"])},
         "head_accuracy": head_acc.tolist(), "head_accuracy_permuted": permuted.tolist(),
-        "head_accuracy_asked_agent": agent_acc.tolist(), "top_heads": ranking[:k].tolist(),
-        "random_heads": sorted(random_heads.tolist()),
-        "hook_identity_max_abs": float((plain - hooked).abs().max()),
+        "head_accuracy_question": question_acc.tolist(), "top_heads": ranking[:k].tolist(),
+        "random_heads": sorted(random_heads.tolist()), "n_heads": layout.n_heads,
+        "cache_path_max_abs": float((cached["none"] - full_forward_logprobs(model, tokenizer, check)).abs().max()),
+        "hook_identity_max_abs": float((cached["none"] - cached["identity"]).abs().max()),
     }
