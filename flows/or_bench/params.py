@@ -10,15 +10,20 @@ from tasks.contract import Distinct, Increasing, PaperParams
 
 
 class Params(PaperParams):
-    seeds_per_category: int = Field(ge=4, description="toxic seed prompts generated per category (10 categories)")
+    categories: int = Field(ge=1, le=10, description="the first this many of moderator/config.py's 10 categories")
+    seeds_per_category: int = Field(ge=4, description="toxic seed prompts generated per category (one action pair "
+                                                      "each in turn, 4 pairs)")
     retained_harm_share: Annotated[list[Annotated[float, Field(ge=0, lt=1)]], Distinct, Increasing] = Field(
         min_length=1, description="DATA KNOB, swept: share of rewrites that keep the harmful request under a benign frame")
-    random_sample_size: int = Field(ge=10, description="over-refusal prompts in the random comparison sample")
-    hard_votes: int = Field(ge=1, description="a prompt is hard when at least this many reference models refuse it")
-    thresholds: Annotated[list[Annotated[float, Field(gt=0, lt=1)]], Distinct, Increasing] = Field(
-        min_length=2, description="refusal thresholds on P(toxic) that spread each model family along the safety-helpfulness line")
-    indirect_refusal_share: float = Field(ge=0, le=1, description="share of refusals a model words as an indirect refusal (an alternative offered)")
-    judge_c: float = Field(gt=0, description="inverse L2 strength of every logistic head")
+    random_sample_size: int = Field(ge=5, description="over-refusal prompts in the random comparison sample")
+    hard_votes: int = Field(ge=1, le=3, description="a prompt is hard for a configuration when at least this many of "
+                                                    "the 3 other configurations refuse it")
+    max_new_tokens: int = Field(ge=4, description="greedy reply length: the official checkers read only its opening")
+    fact_tokens: int = Field(ge=4, description="greedy reply length for the capability gate's factual questions "
+                                               "(long enough for a sentence that names the answer)")
+    batch_size: int = Field(ge=1, description="prompts per batched generation")
+    judge_c: float = Field(gt=0, description="inverse L2 strength of the MiniLM moderator's logistic head")
 
 
-SMOKE = {"seeds": 2, "seeds_per_category": 8, "retained_harm_share": [0.35], "random_sample_size": 20}
+SMOKE = {"seeds": 2, "categories": 2, "seeds_per_category": 4, "retained_harm_share": [0.35], "random_sample_size": 5,
+         "max_new_tokens": 6}
