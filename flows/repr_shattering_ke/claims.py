@@ -73,7 +73,7 @@ PAPER = Paper(
                     f"over all counterfactual edits (d >= 1) is > 0 {WHERE}"),
               source="abstract", metric="shatter.recall_drop_counterfactual.mean", comparison=">", threshold=0.0,
               kind="direction", role="claim", interval=ci("shatter.recall_drop_counterfactual"), requires=GATE,
-              control=Control(name="same-object edits (d = 0: the full ROME pipeline re-asserting the model's answer)",
+              control=Control(name="same-object edits (d = 0: the full ROME pipeline asserting the true object, no conflict with the cycle)",
                               metric="control.recall_drop_same_object.mean",
                               interval=ci("control.recall_drop_same_object"))),
         Claim(id="model_recalls_the_facts",

@@ -78,8 +78,10 @@ def _figure(plot: pd.DataFrame, records: Records, params: Params):
     reps = records["representations"]
     reps = reps[reps["seed"] == first_seed].sort_values("month")
     if reps["far"].notna().all():
-        both = np.vstack([np.array(reps["orig"].tolist()), np.array(reps["far"].tolist())])
-        embedded = Isomap(n_neighbors=5, n_components=2).fit_transform(both)
+        # The map is fitted on the unedited months and the edited ones are placed on it: a joint fit would spend its
+        # two axes on separating the two sets.
+        isomap = Isomap(n_neighbors=4, n_components=2).fit(np.array(reps["orig"].tolist()))
+        embedded = np.vstack([isomap.embedding_, isomap.transform(np.array(reps["far"].tolist()))])
         n = len(reps)
         axes[2].plot(*np.vstack([embedded[:n], embedded[:1]]).T, color="0.7", lw=0.8)
         axes[2].scatter(*embedded[:n].T, c=np.arange(n), cmap="hsv", s=40, label="unedited")
