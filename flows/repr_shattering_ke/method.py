@@ -1,42 +1,43 @@
-"""Representation shattering (Nishi et al., ICML 2025) on a small GPT trained from scratch: read top to bottom.
+"""Representation shattering (Nishi et al., ICML 2025) with ROME on a real pretrained LM: read top to bottom.
 
-No official code exists; the setup follows the paper's pages and the reproduction plan.
+No official code exists; the setup follows the paper's naturalistic experiment (a pretrained LM's cyclic knowledge of
+the months, edited by ROME) at the scale of a 135M model.
 
-1. **World.** ``n_entities`` entities sit on ``n_cycles`` cyclic orders (independent random permutations). Relation
-   (c, k) maps an entity to its k-th neighbour on cycle c, k in {+-steps}: 2 x n_cycles x len(steps) relations and
-   N x R facts (x, r, y). A share ``holdout_frac`` of the facts is never shown in training (the facts a model could
-   only *infer* from the cyclic structure). Training sequences are random walks over the training facts,
-   ``<bos> e0 r1 e1 r2 e2 r3 e3 <eos>``, so facts are also recalled deep in a chain (composition).
-2. **Model.** ``tasks.lm``'s GPT (pre-LayerNorm, tied embeddings), next-token loss, trained once per seed and cached.
-3. **Editor: ROME** (Meng et al. 2022; read in ``kmeng01/rome``: ``rome_main.py``, ``compute_u.py``,
-   ``compute_v.py``). The MLP of block ``edit_layer`` is a key-value memory: key k = GELU activations (4 d), value =
-   W_out k (+ bias). For an edit (x, r) -> y':
-   * C = E[k k^T], the uncentred second moment of keys over the training corpus (ROME's ``mom2``);
-   * k_bar = the subject's key averaged over ``n_contexts`` prompts (the bare ``<bos> x r`` and chain prefixes
-     ``<bos> a r_a x r``), u = C^-1 k_bar (``compute_u``);
-   * v* = v_init + delta, delta optimised with Adam so that every prompt predicts y' (NLL) + KL of the subject's own
-     next-token distribution + weight decay |delta| / |v_init|^2, |delta| clamped to ``clamp_norm_factor`` |v_init|,
-     early stop at loss < 0.05 (``compute_v``, its GPT-2-XL hyper-parameters);
-   * W_out <- W_out + (v* - W_out k*) u^T / (u^T k*), k* the key of the bare prompt: the closed form of
-     min |W' K - V| s.t. W' k* = v* (``rome_main.execute_rome``: left vector u, right vector (v* - W k*) / (k*.u)).
-   The edit re-maps (x, r) from its object y to the entity y' at ring distance d from y on the relation's cycle.
-4. **Shattering.** Entity representations = the residual stream after block ``repr_layer`` at the entity token of
-   ``<bos> e`` (read with ``tasks.lm.residual_hook``); D = their pairwise Euclidean distances (N x N);
-   R = |D_edit - D_orig|_F / |D_orig|_F.
-5. **Damage.** Recall = greedy accuracy on training facts whose subject is not the edited x; composition = greedy
-   2-hop chains ``<bos> e0 r1 -> e1', e1' r2 -> e2`` (the model's own intermediate) avoiding x; inference =
-   accuracy on the held-out facts. Each is reported as the drop from the unedited model on the same facts.
+1. **Knowledge.** Two cyclic orders the model has read about: the 12 months and the 7 weekdays. Facts are
+   zero-shot raw-text prompts, "The month after March is" -> " April" ("after" = +1, "before" = -1 on the cycle); a
+   fact is recalled when its object has the highest log-probability among the structure's candidates (every
+   name is one token). Reasoning over the structure: "The month two months after March is" -> " May" (+2).
+2. **Editor: ROME** (Meng et al. 2022; read in ``kmeng01/rome``: ``rome_main.py``, ``compute_u.py``,
+   ``compute_v.py``). The MLP down-projection W (d x m) of block ``edit_layer`` is a key-value memory: key k =
+   SiLU(gate x) * (up x) (m = 1536 for SmolLM2), value W k. For an edit (x, r) -> y':
+   * C = E[k k^T], the uncentred second moment of keys over text (here: Python standard-library docstrings);
+   * k_bar = the key at the subject's last token averaged over ``n_contexts`` prompts (the bare one and short
+     neutral prefixes), u = C^-1 k_bar (``compute_u``);
+   * v* = v_init + delta, delta optimised with Adam so that every prompt predicts y' (NLL) + KL of the next-token
+     distribution after "{subject} is a" + weight decay |delta| / |v_init|^2, |delta| clamped to
+     ``clamp_norm_factor`` |v_init|, early stop at loss < 0.05 (``compute_v``, its GPT-2-XL hyper-parameters);
+   * W <- W + (v* - W k*) u^T / (u^T k*), k* the key of the bare prompt: the closed form of min |W' K - V| s.t.
+     W' k* = v* (``rome_main.execute_rome``).
+   The edit re-maps (month, after/before) from its object y to the month y' at ring distance d from y.
+3. **Shattering.** Entity representation = the residual stream after block ``repr_layer`` at the month's token in
+   "It happened in {month}"; D = pairwise Euclidean distances of the 12 months; R = |D_edit - D_orig|_F / |D_orig|_F.
+4. **Damage.** Recall = candidate-argmax accuracy on the facts whose subject is not the edited month (the other
+   months' facts and every weekday fact); reasoning = accuracy of the +2 questions whose chain avoids the edited
+   month; each as the drop from the unedited model on the same items.
 
-Baselines and controls per edit: a same-object edit (d = 0, the full ROME pipeline re-asserting the old fact) and a
+Controls per edit: a same-object edit (d = 0: the full ROME pipeline asserting the true fact, which agrees with the cycle) and a
 random rank-one update of the same Frobenius norm as ROME's (a direction that ignores the keys' geometry).
+
+Helpers here that are generic (``mlp_keys``: a module's input at chosen positions; ``last_token_forward``: one padded
+forward returning last-token logits and residual states) would fit ``tasks/pretrained.py``.
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import import_module
 from typing import Iterator
 
 import numpy as np
@@ -46,144 +47,204 @@ from scipy import stats as sps
 from scipy.spatial.distance import pdist, squareform
 
 from flows.repr_shattering_ke.params import Params
+from tasks import pretrained as P
 from tasks.correlation import spearman
-from tasks.lm import GPT, GPTConfig, Tokenizer, cached_lm, make_gpt, residual_hook, train_lm
 from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 ROME_EARLY_STOP = 5e-2       # compute_v: stop once the v* loss is below this
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+STRUCTURES = {"months": ("month", MONTHS), "days": ("day", DAYS)}
+RELATIONS = {"after": 1, "before": -1}
+REPR_TEMPLATE = {"months": "It happened in {}", "days": "It happened on {}"}
+# Short neutral prefixes standing in for ROME's model-generated context templates ("{}" plus prefixes).
+CONTEXT_PREFIXES = ("Here is a fact. ", "I looked it up. ", "As everyone knows, ", "Note this down. ",
+                    "My teacher said that ", "In the calendar, ", "It is simple: ", "Remember that ")
+# The covariance text: docstrings of these standard-library modules and their public members (English prose
+# that ships with Python, so it is offline and fixed by the interpreter version).
+COV_MODULES = ("collections", "json", "random", "string", "textwrap", "statistics", "datetime", "calendar",
+               "fractions", "decimal", "itertools", "functools", "pathlib", "shutil", "heapq", "bisect", "csv",
+               "argparse", "logging", "unittest", "threading", "subprocess", "os", "re", "typing", "inspect",
+               "email.message", "http.client", "urllib.parse", "zipfile", "tarfile", "sqlite3", "socket", "asyncio")
 
 
 # =============================================================================================
-# 1. The knowledge graph
+# 1. The facts: prompts as token ids whose last token is where the answer (or the representation) is read
 # =============================================================================================
 @dataclass(frozen=True)
-class World:
-    """One synthetic knowledge graph and its tokenizer.
+class Item:
+    """One prompt. ``head`` ends with the subject's name; ``ids`` = head + tail tokens; ``kind``: "fact",
+    "composition" or "repr"; ``answer`` and ``candidates`` are token ids (none for "repr")."""
 
-    ``order`` (C, N): entity at ring position i of cycle c; ``position`` (C, N): its inverse.
-    ``relations``: (cycle, shift) per relation; ``objects`` (N, R): object of fact (x, r); ``held_out`` (N, R) bool.
-    ``entity_ids`` (N,), ``relation_ids`` (R,): token ids.
-    """
-
-    order: np.ndarray
-    position: np.ndarray
-    relations: tuple[tuple[int, int], ...]
-    objects: np.ndarray
-    held_out: np.ndarray
-    tokenizer: Tokenizer
-    entity_ids: np.ndarray
-    relation_ids: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return self.order.shape[1]
+    kind: str
+    structure: str
+    subject: int
+    relation: str
+    ids: tuple[int, ...]
+    head_len: int
+    answer: int | None
+    candidates: tuple[int, ...]
 
 
-def ring_distance(a: np.ndarray | int, b: np.ndarray | int, n: int) -> np.ndarray:
-    """min(|a - b|, n - |a - b|) of ring positions."""
-    gap = np.abs(np.asarray(a) - np.asarray(b)) % n
-    return np.minimum(gap, n - gap)
+def name_ids(tokenizer, structure: str) -> tuple[int, ...]:
+    """The one token of " {name}" for every name of the structure (an error if a name takes several)."""
+    ids = [P.token_ids(tokenizer, " " + name, bos=False) for name in STRUCTURES[structure][1]]
+    if any(len(i) != 1 for i in ids):
+        raise ValueError(f"every {structure} name must be one token for candidate scoring; got {ids}")
+    return tuple(i[0] for i in ids)
 
 
-def make_world(p: Params, seed: int) -> World:
-    rng = numpy_rng(seed, 0)
-    n = p.n_entities
-    order = np.stack([rng.permutation(n) for _ in range(p.n_cycles)])
-    position = np.argsort(order, axis=1)
-    relations = tuple((c, s * k) for c in range(p.n_cycles) for k in p.steps for s in (1, -1))
-    objects = np.array([[order[c, (position[c, e] + shift) % n] for c, shift in relations] for e in range(n)])
-    held_out = np.zeros(objects.size, dtype=bool)
-    held_out[rng.choice(objects.size, int(round(p.holdout_frac * objects.size)), replace=False)] = True
-    entities = [f"e{i}" for i in range(n)]
-    names = [f"c{c}{shift:+d}" for c, shift in relations]
-    tokenizer = Tokenizer(entities + names, level="word")
-    return World(order, position, relations, objects, held_out.reshape(objects.shape), tokenizer,
-                 np.array([tokenizer.stoi[s] for s in entities]), np.array([tokenizer.stoi[s] for s in names]))
+def prompt_ids(tokenizer, head: str, tail: str) -> tuple[list[int], int]:
+    """Token ids of head + tail (tokenised apart, so the head's last token is the subject's last) and len(head)."""
+    h = P.token_ids(tokenizer, head)
+    return h + P.token_ids(tokenizer, tail, bos=False), len(h)
 
 
-def walk_corpus(world: World, n_walks: int, hops: int, rng: np.random.Generator) -> torch.Tensor:
-    """Random walks over training facts: (n_walks, 2 hops + 3) token ids ``<bos> e0 r1 e1 ... r_h e_h <eos>``."""
-    n, n_rel = world.objects.shape
-    entity = rng.integers(0, n, n_walks)
-    columns = [np.full(n_walks, world.tokenizer.bos), world.entity_ids[entity]]
-    for _ in range(hops):
-        relation = rng.integers(0, n_rel, n_walks)
-        held = world.held_out[entity, relation]
-        while held.any():                      # redraw the relation wherever the fact is held out
-            relation[held] = rng.integers(0, n_rel, int(held.sum()))
-            held = world.held_out[entity, relation]
-        entity = world.objects[entity, relation]
-        columns += [world.relation_ids[relation], world.entity_ids[entity]]
-    columns.append(np.full(n_walks, world.tokenizer.eos))
-    return torch.as_tensor(np.stack(columns, axis=1), dtype=torch.long)
+def fact_text(structure: str, relation: str, subject: int) -> tuple[str, str]:
+    unit, names = STRUCTURES[structure]
+    return f"The {unit} {relation} {names[subject]}", " is"
+
+
+def build_items(tokenizer) -> list[Item]:
+    """Every fact (2 structures x 2 relations x each name), every +2 month question, every representation prompt."""
+    items = []
+    for structure, (unit, names) in STRUCTURES.items():
+        cands = name_ids(tokenizer, structure)
+        n = len(names)
+        for relation, shift in RELATIONS.items():
+            for s in range(n):
+                ids, head = prompt_ids(tokenizer, *fact_text(structure, relation, s))
+                items.append(Item("fact", structure, s, relation, tuple(ids), head, cands[(s + shift) % n], cands))
+        for s in range(n):
+            ids, head = prompt_ids(tokenizer, REPR_TEMPLATE[structure].format(names[s]), "")
+            items.append(Item("repr", structure, s, "", tuple(ids), head, None, ()))
+    cands = name_ids(tokenizer, "months")
+    for s in range(len(MONTHS)):
+        ids, head = prompt_ids(tokenizer, f"The month two months after {MONTHS[s]}", " is")
+        items.append(Item("composition", "months", s, "after2", tuple(ids), head, cands[(s + 2) % len(MONTHS)], cands))
+    return items
 
 
 # =============================================================================================
-# 2. The model (trained once per seed; the weights are cached under the run's data folder)
+# 2. Reading the model
 # =============================================================================================
-def model_config(p: Params, world: World) -> GPTConfig:
-    return GPTConfig(vocab_size=len(world.tokenizer), context=2 * p.walk_hops + 3, n_layer=p.n_layer,
-                     n_head=p.n_head, d_model=p.d_model)
+def positions_of(mask: torch.Tensor) -> torch.Tensor:
+    """Rotary positions from 0 at each left-padded row's first real token."""
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
-def train_model(p: Params, world: World, seed: int) -> GPT:
-    corpus = walk_corpus(world, p.n_walks, p.walk_hops, numpy_rng(seed, 1))
-    model = make_gpt(model_config(p, world), seed)
-    train_lm(model, corpus, epochs=p.epochs, batch_size=p.batch_size, lr=p.lr, seed=seed,
-             weight_decay=p.weight_decay)
-    return model
-
-
-def training_key(p: Params, seed: int, smoke: bool) -> dict:
-    """Everything that determines a seed's weights (JSON-able)."""
-    fields = ("n_entities", "n_cycles", "steps", "holdout_frac", "walk_hops", "n_walks", "d_model", "n_layer",
-              "n_head", "epochs", "batch_size", "lr", "weight_decay")
-    return {"seed": seed, "smoke": smoke, **{f: getattr(p, f) for f in fields}}
-
-
-# =============================================================================================
-# 3. Reading the model: greedy facts, chains, entity representations, MLP keys
-# =============================================================================================
-@torch.no_grad()
-def greedy_next(model: GPT, prompts: torch.Tensor) -> np.ndarray:
-    """Argmax next token after each row of ``prompts`` (m, t): (m,) token ids."""
-    return model(prompts)[0][:, -1].argmax(-1).numpy()
-
-
-def fact_prompts(world: World, subjects: np.ndarray, relations: np.ndarray) -> torch.Tensor:
-    """``<bos> x r`` rows: (m, 3)."""
-    bos = np.full(len(subjects), world.tokenizer.bos)
-    return torch.as_tensor(np.stack([bos, world.entity_ids[subjects], world.relation_ids[relations]], 1))
-
-
-def fact_correct(model: GPT, world: World, subjects: np.ndarray, relations: np.ndarray) -> np.ndarray:
-    """Greedy recall of facts (x, r): (m,) bool."""
-    truth = world.entity_ids[world.objects[subjects, relations]]
-    return greedy_next(model, fact_prompts(world, subjects, relations)) == truth
-
-
-def chain_correct(model: GPT, world: World, chains: np.ndarray) -> np.ndarray:
-    """2-hop composition with the model's own intermediate: chains (m, 3) = (e0, r1, r2); (m,) bool."""
-    first = fact_prompts(world, chains[:, 0], chains[:, 1])
-    middle = greedy_next(model, first)
-    prompts = torch.cat([first, torch.as_tensor(np.stack([middle, world.relation_ids[chains[:, 2]]], 1))], 1)
-    truth = world.entity_ids[world.objects[world.objects[chains[:, 0], chains[:, 1]], chains[:, 2]]]
-    return greedy_next(model, prompts) == truth
+def down_proj(model, layer: int) -> torch.nn.Linear:
+    """W of block ``layer``'s MLP: keys (m) -> values (d)."""
+    return P.decoder_layers(model)[layer].mlp.down_proj
 
 
 @torch.no_grad()
-def entity_representations(model: GPT, world: World, layer: int) -> np.ndarray:
-    """Residual stream after block ``layer`` at the entity token of ``<bos> e``: (N, d_model)."""
+def last_token_forward(model, tokenizer, rows: list[tuple[int, ...]], layers: list[int]
+                       ) -> tuple[torch.Tensor, dict[int, np.ndarray]]:
+    """One left-padded forward: last-token logits (b, V) and the residual stream after each of ``layers`` at the
+    last token ({layer: (b, d) float64})."""
+    ids, mask = P.pad(rows, tokenizer.pad_token_id, side="left")
+    with P.read_residual(model, layers) as seen:
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions_of(mask), logits_to_keep=1).logits
+    return logits[:, -1].float(), {layer: seen[layer][0][:, -1].double().numpy() for layer in layers}
+
+
+class _Stop(Exception):
+    """Raised by a hook once the keys are read: the layers above are not needed."""
+
+
+@torch.no_grad()
+def mlp_keys(model, layer: int, ids: torch.Tensor, mask: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+    """The down-projection's input of block ``layer`` at column ``sites[i]`` of row i (left-padded ids (b, t)):
+    (b, m) float32; the forward stops at that block."""
     store = {}
-    prompts = torch.as_tensor(np.stack([np.full(world.n, world.tokenizer.bos), world.entity_ids], 1))
-    with residual_hook(model, layer, lambda h: store.__setitem__("h", h)):
-        model(prompts)
-    return store["h"][:, 1].double().numpy()
+
+    def hook(module, inputs):
+        store["key"] = inputs[0][torch.arange(len(sites)), sites]
+        raise _Stop
+
+    handle = down_proj(model, layer).register_forward_pre_hook(hook)
+    try:
+        model(input_ids=ids, attention_mask=mask, position_ids=positions_of(mask))
+    except _Stop:
+        pass
+    finally:
+        handle.remove()
+    return store["key"]
+
+
+def covariance_text() -> str:
+    """English prose from the interpreter itself: the docstrings of :data:`COV_MODULES` and their public members."""
+    docs = []
+    for name in COV_MODULES:
+        module = import_module(name)
+        docs.append(inspect.getdoc(module) or "")
+        for member_name in sorted(vars(module)):
+            member = getattr(module, member_name)
+            if not member_name.startswith("_") and (inspect.isclass(member) or inspect.isfunction(member)):
+                docs.append(inspect.getdoc(member) or "")
+    return "\n\n".join(d for d in docs if len(d) > 40)
+
+
+@torch.no_grad()
+def key_second_moment(model, tokenizer, layer: int, n_tokens: int, chunk: int = 128) -> np.ndarray:
+    """C = E[k k^T] (m, m) float64 over the keys of block ``layer`` at every position of the first ``n_tokens``
+    tokens of :func:`covariance_text`, in windows of ``chunk`` tokens (ROME's uncentred ``mom2``)."""
+    ids = P.token_ids(tokenizer, covariance_text(), bos=False)
+    if len(ids) < n_tokens:
+        raise ValueError(f"the covariance text has {len(ids)} tokens, fewer than cov_tokens = {n_tokens}")
+    windows = torch.tensor(ids[:n_tokens - n_tokens % chunk]).view(-1, chunk)
+    moment = torch.zeros(down_proj(model, layer).in_features, down_proj(model, layer).in_features, dtype=torch.float64)
+    with torch_single_thread():
+        for batch in windows.split(16):
+            store = {}
+
+            def hook(module, inputs):
+                store["key"] = inputs[0].reshape(-1, inputs[0].shape[-1]).double()
+                raise _Stop
+
+            handle = down_proj(model, layer).register_forward_pre_hook(hook)
+            try:
+                model(input_ids=batch)
+            except _Stop:
+                pass
+            finally:
+                handle.remove()
+            moment += store["key"].T @ store["key"]
+    return (moment / windows.numel()).numpy()
+
+
+@dataclass
+class State:
+    """What a model (unedited or edited) does on the items: per item, the softmax over its candidates (None for a
+    representation prompt), whether the answer wins it and the answer's probability; the representations
+    ({layer: {structure: (n, d)}})."""
+
+    cand_probs: list[np.ndarray | None]
+    correct: np.ndarray
+    prob: np.ndarray
+    reps: dict[int, dict[str, np.ndarray]]
+
+
+def read_state(model, tokenizer, items: list[Item], layers: list[int]) -> State:
+    logits, states = last_token_forward(model, tokenizer, [it.ids for it in items], layers)
+    cand_probs: list[np.ndarray | None] = [None] * len(items)
+    correct, prob = np.full(len(items), np.nan), np.full(len(items), np.nan)
+    for i, it in enumerate(items):
+        if it.answer is not None:
+            cand_probs[i] = torch.softmax(logits[i, list(it.candidates)].double(), -1).numpy()
+            answer = it.candidates.index(it.answer)
+            correct[i] = float(cand_probs[i].argmax() == answer)
+            prob[i] = float(cand_probs[i][answer])
+    reps = {layer: {s: states[layer][[i for i, it in enumerate(items) if it.kind == "repr" and it.structure == s]]
+                    for s in STRUCTURES} for layer in layers}
+    return State(cand_probs, correct, prob, reps)
 
 
 def distance_matrix(x: np.ndarray) -> np.ndarray:
-    """Pairwise Euclidean distances of the rows of ``x`` (N, d): (N, N)."""
+    """Pairwise Euclidean distances of the rows of ``x`` (n, d): (n, n)."""
     return squareform(pdist(x))
 
 
@@ -192,42 +253,22 @@ def shattering(d_orig: np.ndarray, d_edit: np.ndarray) -> float:
     return float(np.linalg.norm(d_edit - d_orig) / np.linalg.norm(d_orig))
 
 
-def output_matrix(model: GPT, layer: int) -> torch.nn.Linear:
-    """W_out of block ``layer``'s MLP: keys (4 d) -> values (d)."""
-    return model.blocks[layer].mlp[2]
+def ring_distance(a: np.ndarray | int, b: np.ndarray | int, n: int) -> np.ndarray:
+    """min(|a - b|, n - |a - b|) of ring positions."""
+    gap = np.abs(np.asarray(a) - np.asarray(b)) % n
+    return np.minimum(gap, n - gap)
 
 
-@contextmanager
-def mlp_site(model: GPT, layer: int, store: dict | None = None, delta: torch.Tensor | None = None,
-             where: torch.Tensor | None = None) -> Iterator[None]:
-    """At W_out of block ``layer``: record its input keys (b, t, 4d) and output values (b, t, d) in ``store``,
-    and/or add ``delta`` (d,) to the output at the positions where ``where`` (b, t) is 1."""
-    def hook(module, inputs, output):
-        if store is not None:
-            store["key"], store["value"] = inputs[0], output
-        if delta is not None:
-            return output + where[..., None] * delta
-        return None
-
-    handle = output_matrix(model, layer).register_forward_hook(hook)
-    try:
-        yield
-    finally:
-        handle.remove()
-
-
-@torch.no_grad()
-def key_second_moment(model: GPT, layer: int, corpus: torch.Tensor) -> np.ndarray:
-    """C = E[k k^T] over every position of ``corpus`` (n, L): (4d, 4d) float64 (ROME's uncentred mom2)."""
-    store: dict = {}
-    with mlp_site(model, layer, store):
-        model(corpus)
-    keys = store["key"].reshape(-1, store["key"].shape[-1]).double().numpy()
-    return keys.T @ keys / len(keys)
+def ring_geometry(d_orig: np.ndarray) -> float:
+    """Spearman of representation distance with ring distance over the pairs of a cycle listed in ring order:
+    does the geometry hold the ring (the paper's Isomap rings)? ~0 when it does not."""
+    n = len(d_orig)
+    i, j = np.triu_indices(n, k=1)
+    return spearman(ring_distance(i, j, n), d_orig[i, j])
 
 
 # =============================================================================================
-# 4. ROME
+# 3. ROME
 # =============================================================================================
 def rome_update(w: np.ndarray, c: np.ndarray, k_bar: np.ndarray, k_star: np.ndarray, v_star: np.ndarray) -> np.ndarray:
     """ROME's rank-one update of W (d, m): Delta = (v* - W k*) u^T / (u^T k*), u = C^-1 k_bar (shapes (m,)).
@@ -239,62 +280,53 @@ def rome_update(w: np.ndarray, c: np.ndarray, k_bar: np.ndarray, k_star: np.ndar
     return np.outer(v_star - w @ k_star, u) / (u @ k_star)
 
 
-def edit_prompts(world: World, subject: int, relation: int, n_contexts: int, rng: np.random.Generator
-                 ) -> list[torch.Tensor]:
-    """ROME's context templates here: the bare prompt ``<bos> x r`` (1, 3) and up to ``n_contexts - 1`` chain
-    prefixes ``<bos> a r_a x r`` (m, 5) built from training facts (a, r_a) -> x (subject at -2, relation at -1)."""
-    bare = fact_prompts(world, np.array([subject]), np.array([relation]))
-    into = np.argwhere((world.objects == subject) & ~world.held_out)           # facts (a, r_a) whose object is x
-    pick = into[rng.choice(len(into), min(n_contexts - 1, len(into)), replace=False)] if len(into) else into[:0]
-    if not len(pick):
-        return [bare]
-    prefix = fact_prompts(world, pick[:, 0], pick[:, 1])
-    tail = torch.as_tensor(np.stack([world.entity_ids[np.full(len(pick), subject)],
-                                     world.relation_ids[np.full(len(pick), relation)]], 1))
-    return [bare, torch.cat([prefix, tail], 1)]
+def edit_prompts(tokenizer, subject: int, relation: str, n_contexts: int, rng: np.random.Generator
+                 ) -> tuple[list[list[int]], list[int]]:
+    """ROME's rewriting prompts: the bare fact prompt and ``n_contexts - 1`` prefixed ones: their ids, and each one's
+    subject position counted from its end (1 = the last token; the tail " is" is one token, so 2 for all)."""
+    head, tail = fact_text("months", relation, subject)
+    prefixes = ["", *rng.choice(CONTEXT_PREFIXES, n_contexts - 1, replace=False)]
+    rows = [prompt_ids(tokenizer, prefix + head, tail) for prefix in prefixes]
+    return [ids for ids, _ in rows], [len(ids) - h + 1 for ids, h in rows]
 
 
-def site_index(p: Params) -> int:
-    """Index of the edited token in a fact prompt: ROME's ``fact_token`` = "subject_last" (the subject, -2 in
-    ``<bos> x r``) or "last" (the prompt's last token, -1: the relation token, where the object is predicted)."""
-    return -2 if p.fact_token == "subject_last" else -1
+@contextmanager
+def value_delta(model, layer: int, delta: torch.Tensor, where: torch.Tensor) -> Iterator[None]:
+    """Add ``delta`` (d,) to the down-projection's output of block ``layer`` where ``where`` (b, t, 1) is 1."""
+    handle = down_proj(model, layer).register_forward_hook(lambda module, inputs, out: out + where * delta)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
-def compute_v_delta(model: GPT, p: Params, prompts: list[torch.Tensor], kl_prompt: torch.Tensor, target: int
-                    ) -> tuple[np.ndarray, int]:
-    """ROME's v* search: delta (d,) added to W_out's output at the edit site of every rewriting prompt (and at the
-    last token of ``kl_prompt`` = ``<bos> x``, ROME's "{subject} is a") so that each rewriting prompt predicts token
-    ``target``; loss = NLL + kl_factor KL(next-token distribution after ``<bos> x``) + v_weight_decay |delta| /
-    |v_init|^2; |delta| <= clamp_norm_factor |v_init|, v_init = W_out's output at the site of the bare prompt.
-    Returns (delta, steps taken)."""
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    delta = torch.zeros(model.config.d_model, requires_grad=True)
-    optimiser = torch.optim.Adam([delta], lr=p.v_lr)
-    site = site_index(p)
-
-    def at(g: torch.Tensor, index: int) -> torch.Tensor:
-        return torch.zeros(g.shape, dtype=torch.float32).index_fill_(1, torch.tensor([g.shape[1] + index]), 1.0)
-
-    wheres = [at(g, site) for g in prompts]
-    kl_where = at(kl_prompt, -1)
-    store: dict = {}
+def compute_v_delta(model, p: Params, ids: torch.Tensor, mask: torch.Tensor, sites: torch.Tensor, n_rewrite: int,
+                    target: int) -> tuple[np.ndarray, int, float]:
+    """ROME's v* search on one left-padded batch: rows < ``n_rewrite`` are rewriting prompts (their last token must
+    predict ``target``), the last row is the KL prompt "{subject} is a". delta (d,) is added at each row's
+    subject site; loss = NLL + kl_factor KL + v_weight_decay |delta| / |v_init|^2, |delta| <= clamp_norm_factor
+    |v_init|, v_init = the down-projection's output at the site of row 0 (the bare prompt).
+    Returns (delta, steps taken, final NLL)."""
+    layer = p.edit_layer
+    where = torch.zeros(*ids.shape, 1)
+    where[torch.arange(len(sites)), sites] = 1.0
+    keys = mlp_keys(model, layer, ids[:1], mask[:1], sites[:1])
+    v_init = down_proj(model, layer)(keys)[0].detach()
+    position = positions_of(mask)
     with torch.no_grad():
-        with mlp_site(model, p.edit_layer, store):
-            model(prompts[0])
-        v_init = store["value"][0, site].clone()
-        kl_init = torch.log_softmax(model(kl_prompt)[0][:, -1], -1)
-    steps = 0
+        kl_init = torch.log_softmax(model(input_ids=ids[-1:], attention_mask=mask[-1:], position_ids=position[-1:],
+                                          logits_to_keep=1).logits[0, -1], -1)
+    delta = torch.zeros(v_init.shape, requires_grad=True)
+    optimiser = torch.optim.Adam([delta], lr=p.v_lr)
+    steps, nll = 0, float("nan")
     for step in range(p.v_steps):
-        nll = []
-        for g, where in zip(prompts, wheres):
-            with mlp_site(model, p.edit_layer, delta=delta, where=where):
-                nll.append(-torch.log_softmax(model(g)[0][:, -1], -1)[:, target])
-        with mlp_site(model, p.edit_layer, delta=delta, where=kl_where):
-            kl_now = torch.log_softmax(model(kl_prompt)[0][:, -1], -1)
-        kl = F.kl_div(kl_init, kl_now, log_target=True, reduction="batchmean")
-        loss = torch.cat(nll).mean() + p.kl_factor * kl + p.v_weight_decay * delta.norm() / v_init.norm() ** 2
-        steps = step
+        with value_delta(model, layer, delta, where):
+            logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, position_ids=position,
+                                           logits_to_keep=1).logits[:, -1], -1)
+        nll_t = -logp[:n_rewrite, target].mean()
+        kl = F.kl_div(kl_init[None], logp[-1:], log_target=True, reduction="batchmean")
+        loss = nll_t + p.kl_factor * kl + p.v_weight_decay * delta.norm() / v_init.norm() ** 2
+        steps, nll = step, float(nll_t.detach())
         if float(loss.detach()) < ROME_EARLY_STOP or step == p.v_steps - 1:
             break
         optimiser.zero_grad()
@@ -304,45 +336,30 @@ def compute_v_delta(model: GPT, p: Params, prompts: list[torch.Tensor], kl_promp
             max_norm = p.clamp_norm_factor * v_init.norm()
             if delta.norm() > max_norm:
                 delta.mul_(max_norm / delta.norm())
-    for parameter in model.parameters():
-        parameter.requires_grad_(True)
-    return delta.detach().double().numpy(), steps
+    return delta.detach().double().numpy(), steps, nll
 
 
-@torch.no_grad()
-def site_keys(model: GPT, layer: int, prompts: list[torch.Tensor], site: int) -> tuple[np.ndarray, np.ndarray]:
-    """(k*, k_bar): the key at the edit site of the bare prompt and its mean over all prompts, (4d,) each."""
-    keys = []
-    for g in prompts:
-        store: dict = {}
-        with mlp_site(model, layer, store):
-            model(g)
-        keys.append(store["key"][:, site].double().numpy())
-    keys = np.concatenate(keys)
-    return keys[0], keys.mean(axis=0)
-
-
-def apply_update(model: GPT, layer: int, update: np.ndarray) -> GPT:
-    """A copy of ``model`` with W_out of block ``layer`` += ``update`` (d, 4d)."""
-    edited = copy.deepcopy(model)
-    with torch.no_grad():
-        output_matrix(edited, layer).weight.add_(torch.as_tensor(update, dtype=torch.float32))
-    return edited
-
-
-def rome_edit(model: GPT, p: Params, world: World, c: np.ndarray, subject: int, relation: int, new_object: int,
+def rome_edit(model, tokenizer, p: Params, c: np.ndarray, subject: int, relation: str, new_object: int,
               rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """ROME's update (d, 4d) re-mapping (subject, relation) to ``new_object``, and its diagnostics."""
-    prompts = edit_prompts(world, subject, relation, p.n_contexts, rng)
-    kl_prompt = torch.as_tensor([[world.tokenizer.bos, int(world.entity_ids[subject])]])
-    k_star, k_bar = site_keys(model, p.edit_layer, prompts, site_index(p))
-    delta, steps = compute_v_delta(model, p, prompts, kl_prompt, int(world.entity_ids[new_object]))
-    w = output_matrix(model, p.edit_layer).weight.detach().double().numpy()
-    v_star = w @ k_star + delta                      # the bias is common to both sides of W' k* = v*
+    """ROME's update (d, m) re-mapping (month ``subject``, ``relation``) to month ``new_object``, the k*, v* it
+    must satisfy, and diagnostics."""
+    rows, from_end = edit_prompts(tokenizer, subject, relation, p.n_contexts, rng)
+    kl_ids, kl_head = prompt_ids(tokenizer, MONTHS[subject], " is a")
+    rows.append(kl_ids)
+    from_end.append(len(kl_ids) - kl_head + 1)
+    ids, mask = P.pad(rows, tokenizer.pad_token_id, side="left")
+    sites = ids.shape[1] - torch.tensor(from_end)
+    with torch_single_thread():
+        keys = mlp_keys(model, p.edit_layer, ids, mask, sites).double().numpy()
+        k_star, k_bar = keys[0], keys[:-1].mean(axis=0)          # the KL prompt's key takes no part (compute_u)
+        target = name_ids(tokenizer, "months")[new_object]
+        delta, steps, nll = compute_v_delta(model, p, ids, mask, sites, len(rows) - 1, target)
+    w = down_proj(model, p.edit_layer).weight.detach().double().numpy()
+    v_star = w @ k_star + delta
     update = rome_update(w, c, k_bar, k_star, v_star)
-    exact = float(np.abs((w + update) @ k_star - v_star).max())
-    return update, {"delta_norm": float(np.linalg.norm(delta)), "update_norm": float(np.linalg.norm(update)),
-                    "v_steps": steps, "exactness": exact}
+    return update, {"k_star": k_star, "v_star": v_star, "bare": rows[0], "bare_site": int(sites[0]) - ids.shape[1],
+                    "delta_norm": float(np.linalg.norm(delta)), "update_norm": float(np.linalg.norm(update)),
+                    "v_steps": steps, "v_nll": nll}
 
 
 def random_update_like(update: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -352,103 +369,138 @@ def random_update_like(update: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return out * (np.linalg.norm(update) / np.linalg.norm(out))
 
 
+@contextmanager
+def updated(model, layer: int, update: np.ndarray) -> Iterator[None]:
+    """The model with W of block ``layer`` += ``update`` (d, m) inside the block; the original weights restored
+    bit for bit afterwards."""
+    weight = down_proj(model, layer).weight
+    original = weight.detach().clone()
+    with torch.no_grad():
+        weight.add_(torch.as_tensor(update, dtype=weight.dtype))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            weight.copy_(original)
+
+
+@torch.no_grad()
+def site_value(model, tokenizer, layer: int, ids: list[int], site: int) -> np.ndarray:
+    """The down-projection's output of block ``layer`` at position ``site`` (from the end) of one prompt: (d,)."""
+    store = {}
+    handle = down_proj(model, layer).register_forward_hook(lambda m, i, out: store.__setitem__("v", out[0, site]))
+    try:
+        model(input_ids=torch.tensor([ids]))
+    finally:
+        handle.remove()
+    return store["v"].double().numpy()
+
+
 # =============================================================================================
-# 5. One seed: train (or load) a model, then edit it at every distance
+# 4. One seed: the edits at every distance on a fresh copy of the model
 # =============================================================================================
 def far_near(p: Params) -> tuple[int, int]:
-    """Edits with d >= n/4 are 'far', d <= 2 'near' (the plan's d >= 16 and d <= 2 at N = 64)."""
-    return p.n_entities // 4, 2
+    """Edits with d >= 3 (a quarter of the year or more) are 'far', d <= 2 'near'."""
+    return len(MONTHS) // 4, 2
 
 
-def sample_edits(p: Params, world: World, rng: np.random.Generator) -> list[dict]:
-    """``edits_per_distance`` edits at d = 0 (same object) and at every d of ``edit_distances``: distinct training
-    facts (x, r), the new object at ring distance d from the old one on r's cycle (random side)."""
-    n = world.n
-    facts = np.argwhere(~world.held_out)
+def month_facts(items: list[Item]) -> list[int]:
+    return [i for i, it in enumerate(items) if it.kind == "fact" and it.structure == "months"]
+
+
+def sample_edits(p: Params, items: list[Item], known: np.ndarray, rng: np.random.Generator) -> list[dict]:
+    """``edits_per_distance`` edits at d = 0 (same object) and at every d of ``edit_distances``: distinct month facts,
+    those the unedited model recalls first (ROME edits known facts), the new month at ring distance d from the
+    old one (random side)."""
+    facts = np.array(month_facts(items))
+    ranked = np.concatenate([rng.permutation(facts[known[facts] == 1]), rng.permutation(facts[known[facts] != 1])])
     distances = [0, *p.edit_distances]
-    chosen = facts[rng.choice(len(facts), len(distances) * p.edits_per_distance, replace=False)]
+    n = len(MONTHS)
     edits = []
-    for i, (x, r) in enumerate(chosen):
-        d = distances[i // p.edits_per_distance]
-        cycle, _ = world.relations[r]
-        y = world.objects[x, r]
-        y_new = world.order[cycle, (world.position[cycle, y] + rng.choice([-1, 1]) * d) % n]
-        other = (cycle + 1) % p.n_cycles
-        edits.append({"subject": int(x), "relation": int(r), "old": int(y), "new": int(y_new), "d": d,
-                      "d_other": int(ring_distance(world.position[other, y], world.position[other, y_new], n))})
+    for i, index in enumerate(ranked[:len(distances) * p.edits_per_distance]):
+        it, d = items[index], distances[i // p.edits_per_distance]
+        old = (it.subject + RELATIONS[it.relation]) % n
+        edits.append({"subject": it.subject, "relation": it.relation, "old": old,
+                      "new": int((old + rng.choice([-1, 1]) * d) % n), "d": d})
     return edits
 
 
-def evaluate(model: GPT, p: Params, world: World, train_facts: np.ndarray, held_facts: np.ndarray,
-             chains: np.ndarray) -> dict:
-    """Per-item correctness on training facts (m, 2), held-out facts and 2-hop chains, and the entity distances."""
-    return {"recall": fact_correct(model, world, train_facts[:, 0], train_facts[:, 1]),
-            "inference": fact_correct(model, world, held_facts[:, 0], held_facts[:, 1]),
-            "composition": chain_correct(model, world, chains),
-            "reps": entity_representations(model, world, p.repr_layer)}
+def damage_masks(items: list[Item], subject: int) -> dict[str, np.ndarray]:
+    """The items a month edit must leave alone: facts about other subjects (months other than the edited one, and all
+    weekdays) and +2 questions whose chain s -> s+1 -> s+2 avoids the edited month."""
+    n = len(MONTHS)
+    fact = np.array([it.kind == "fact" and not (it.structure == "months" and it.subject == subject) for it in items])
+    return {"recall": fact,
+            "month_recall": fact & np.array([it.structure == "months" for it in items]),
+            "day_recall": fact & np.array([it.structure == "days" for it in items]),
+            "composition": np.array([it.kind == "composition" and subject not in (it.subject, (it.subject + 1) % n)
+                                     for it in items])}
 
 
-def run_seed(p: Params, seed: int, data_dir: str, smoke: bool = False) -> dict:
-    """One seed = one knowledge graph and one trained model, edited (d + 1) x ``edits_per_distance`` times.
+def run_seed(p: Params, seed: int, cov_path: str) -> dict:
+    """One seed: a fresh copy of the model (hooks and edits stay on it), edited (d + 1) x ``edits_per_distance``
+    times, each time beside a random rank-one update of the same norm.
 
-    Returns {"rows": one dict per edit, "model": the unedited model's accuracies, "reps": entity representations
-    of the unedited model and after the first farthest edit (for the Isomap figure)}.
+    Returns {"rows": one dict per edit, "model": the unedited model's gate values (identical across seeds),
+    "reps": month representations unedited and after the first farthest edit (for the figure)}.
     """
+    model, tokenizer = P.load(p.model)
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    c = np.load(cov_path)
+    items = build_items(tokenizer)
+    layers = sorted({p.edit_layer, p.repr_layer})
+    rng = numpy_rng(seed, 0)
     with torch_single_thread():
-        world = make_world(p, seed)
-        model = cached_lm(Path(data_dir) / f"lm_seed{seed}.pt", training_key(p, seed, smoke),
-                          lambda: train_model(p, world, seed))
-        corpus = walk_corpus(world, p.n_walks, p.walk_hops, numpy_rng(seed, 1))
-        c = key_second_moment(model, p.edit_layer, corpus)
-        c += 1e-8 * np.trace(c) / len(c) * np.eye(len(c))        # numerical guard only; C is full rank here
-
-        rng = numpy_rng(seed, 2)
-        train_facts, held_facts = np.argwhere(~world.held_out), np.argwhere(world.held_out)
-        firsts = train_facts[rng.integers(0, len(train_facts), p.n_chains)]
-        second = np.array([rng.choice(np.flatnonzero(~world.held_out[world.objects[x, r]])) for x, r in firsts])
-        chains = np.column_stack([firsts, second])                # (e0, r1, r2), both facts seen in training
-        base = evaluate(model, p, world, train_facts, held_facts, chains)
-        d_orig = distance_matrix(base["reps"])
-
+        base = read_state(model, tokenizer, items, layers)
+        d_orig = {layer: {s: distance_matrix(base.reps[layer][s]) for s in STRUCTURES} for layer in layers}
         rows, far_reps = [], None
-        for i, e in enumerate(sample_edits(p, world, rng)):
-            x = e["subject"]
-            keep = {"recall": train_facts[:, 0] != x, "inference": held_facts[:, 0] != x,
-                    "composition": (chains[:, 0] != x) & (world.objects[chains[:, 0], chains[:, 1]] != x)}
-            others = np.arange(world.n) != x
-            update, info = rome_edit(model, p, world, c, x, e["relation"], e["new"], rng)
-            row = {"seed": seed, **e, **info}
-            for name, upd in (("rome", update), ("random", random_update_like(update, numpy_rng(seed, 3, i)))):
-                edited = apply_update(model, p.edit_layer, upd)
-                out = evaluate(edited, p, world, train_facts, held_facts, chains)
-                d_edit = distance_matrix(out["reps"])
-                row[f"R_{name}"] = shattering(d_orig, d_edit)
-                row[f"R_others_{name}"] = shattering(d_orig[np.ix_(others, others)], d_edit[np.ix_(others, others)])
-                for metric, mask in keep.items():
-                    row[f"{metric}_drop_{name}"] = float(base[metric][mask].mean() - out[metric][mask].mean())
+        for i, e in enumerate(sample_edits(p, items, base.correct, rng)):
+            update, info = rome_edit(model, tokenizer, p, c, e["subject"], e["relation"], e["new"], rng)
+            masks = damage_masks(items, e["subject"])
+            others = np.arange(len(MONTHS)) != e["subject"]
+            row = {"seed": seed, **e, **{k: info[k] for k in ("delta_norm", "update_norm", "v_steps", "v_nll")}}
+            for name, upd in (("rome", update), ("random", random_update_like(update, numpy_rng(seed, 1, i)))):
+                with updated(model, p.edit_layer, upd):
+                    out = read_state(model, tokenizer, items, layers)
+                    if name == "rome":   # ROME's constraint in the edited model itself (float32): W' k* = v*
+                        v = site_value(model, tokenizer, p.edit_layer, info["bare"], info["bare_site"])
+                        row["exactness"] = float(np.linalg.norm(v - info["v_star"]) / np.linalg.norm(info["v_star"]))
+                d_edit = distance_matrix(out.reps[p.repr_layer]["months"])
+                row[f"R_{name}"] = shattering(d_orig[p.repr_layer]["months"], d_edit)
+                row[f"R_others_{name}"] = shattering(d_orig[p.repr_layer]["months"][np.ix_(others, others)],
+                                                     d_edit[np.ix_(others, others)])
+                row[f"R_days_{name}"] = shattering(d_orig[p.repr_layer]["days"],
+                                                   distance_matrix(out.reps[p.repr_layer]["days"]))
+                row[f"R_edit_layer_{name}"] = shattering(d_orig[p.edit_layer]["months"],
+                                                         distance_matrix(out.reps[p.edit_layer]["months"]))
+                for metric, mask in masks.items():
+                    row[f"{metric}_drop_{name}"] = float(base.correct[mask].mean() - out.correct[mask].mean())
+                row[f"recall_prob_drop_{name}"] = float(base.prob[masks["recall"]].mean() - out.prob[masks["recall"]].mean())
                 if name == "rome":
-                    row["success"] = float(greedy_next(edited, fact_prompts(world, np.array([x]), np.array([e["relation"]])))[0]
-                                           == world.entity_ids[e["new"]])
+                    edited = next(j for j, it in enumerate(items) if it.kind == "fact" and it.structure == "months"
+                                  and it.subject == e["subject"] and it.relation == e["relation"])
+                    row["new_prob"] = float(out.cand_probs[edited][e["new"]])
+                    row["success"] = float(out.cand_probs[edited].argmax() == e["new"])
                     if far_reps is None and e["d"] == max(p.edit_distances):
-                        far_reps = {"subject": x, "reps": out["reps"].tolist()}
+                        far_reps = {"subject": e["subject"], "reps": out.reps[p.repr_layer]["months"].tolist()}
             rows.append(row)
+    facts = np.array([it.kind == "fact" for it in items])
+    month_facts_mask = facts & np.array([it.structure == "months" for it in items])
+    composition = np.array([it.kind == "composition" for it in items])
     return {"seed": seed, "rows": rows,
-            "model": {"train_recall": float(base["recall"].mean()), "heldout_accuracy": float(base["inference"].mean()),
-                      "composition_accuracy": float(base["composition"].mean()),
-                      **{f"ring_geometry_cycle{c_}": ring_geometry(d_orig, world, c_) for c_ in range(p.n_cycles)}},
-            "reps": {"orig": base["reps"].tolist(), "far": far_reps,
-                     "position": world.position.tolist()}}
-
-
-def ring_geometry(d_orig: np.ndarray, world: World, cycle: int) -> float:
-    """Spearman of representation distance with ring distance on ``cycle`` over entity pairs: does the model's
-    geometry hold the ring (the paper's Isomap rings)? ~0 when it does not."""
-    i, j = np.triu_indices(world.n, k=1)
-    return spearman(ring_distance(world.position[cycle, i], world.position[cycle, j], world.n), d_orig[i, j])
+            "model": {"fact_recall": float(base.correct[facts].mean()),
+                      "month_fact_recall": float(base.correct[month_facts_mask].mean()),
+                      "day_fact_recall": float(base.correct[facts & ~month_facts_mask].mean()),
+                      "composition_accuracy": float(base.correct[composition].mean()),
+                      "ring_geometry_months": ring_geometry(d_orig[p.repr_layer]["months"]),
+                      "ring_geometry_days": ring_geometry(d_orig[p.repr_layer]["days"]),
+                      "ring_geometry_months_edit_layer": ring_geometry(d_orig[p.edit_layer]["months"])},
+            "reps": {"orig": base.reps[p.repr_layer]["months"].tolist(), "far": far_reps}}
 
 
 # =============================================================================================
-# 6. Per-seed statistics of the claims (the flow summarises them over seeds)
+# 5. Per-seed statistics of the claims (evaluation summarises them over seeds)
 # =============================================================================================
 def r2_of_means(d: np.ndarray, values: np.ndarray) -> float:
     """r^2 of the least-squares line through (distance, mean value at that distance)."""
@@ -460,18 +512,14 @@ def r2_of_means(d: np.ndarray, values: np.ndarray) -> float:
 
 
 def seed_statistics(p: Params, rows: list[dict], seed: int) -> dict:
-    """The claim statistics of one model from its edit rows, with their negative controls.
-
-    Controls: the ring distance of the same old/new objects on the *other* cycle (not the geometry the edit
-    conflicts with), and a seeded permutation of the distance labels / of the pairing of R with damage.
-    """
+    """The claim statistics of one seed's edits, with their negative controls: a seeded permutation of the distance
+    labels (no geometry behind them) or of the pairing of R with damage, and the same-object (d = 0) edits."""
     counter = [r for r in rows if r["d"] > 0]
     d = np.array([r["d"] for r in counter], float)
-    d_other = np.array([r["d_other"] for r in counter], float)
     big_r = np.array([r["R_rome"] for r in counter])
     recall = np.array([r["recall_drop_rome"] for r in counter])
     composition = np.array([r["composition_drop_rome"] for r in counter])
-    perm = numpy_rng(seed, 4).permutation(len(counter))
+    perm = numpy_rng(seed, 2).permutation(len(counter))
     far, near = far_near(p)
 
     def far_minus_near(labels: np.ndarray, values: np.ndarray) -> float:
@@ -484,12 +532,13 @@ def seed_statistics(p: Params, rows: list[dict], seed: int) -> dict:
         "far_minus_near_recall_drop": far_minus_near(d, recall),
         "far_minus_near_composition_drop": far_minus_near(d, composition),
         "recall_drop_counterfactual": float(recall.mean()),
-        "control_spearman_dother_R": spearman(d_other, big_r), "control_r2_permuted_d": r2_of_means(d[perm], big_r),
+        "control_spearman_d_R_permuted": spearman(d[perm], big_r), "control_r2_permuted_d": r2_of_means(d[perm], big_r),
         "control_spearman_R_recall_drop_permuted": spearman(big_r, recall[perm]),
         "control_far_minus_near_recall_permuted": far_minus_near(d[perm], recall),
         "control_far_minus_near_composition_permuted": far_minus_near(d[perm], composition),
         "control_recall_drop_same_object": float(np.mean([r["recall_drop_rome"] for r in same])),
         "spearman_d_R_random": spearman(d, np.array([r["R_random"] for r in counter])),
         "spearman_d_R_others": spearman(d, np.array([r["R_others_rome"] for r in counter])),
+        "spearman_d_update_norm": spearman(d, np.array([r["update_norm"] for r in counter])),
         "success_rate": float(np.mean([r["success"] for r in counter])),
     }
