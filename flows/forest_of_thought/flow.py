@@ -14,6 +14,7 @@ import pandas as pd
 from flows.forest_of_thought import method
 from flows.forest_of_thought.params import SMOKE, Params
 from tasks.contract import RunContext
+from tasks.data import save_parquet
 from tasks.experiment import over_seeds, paper_experiment
 
 
@@ -21,6 +22,8 @@ from tasks.experiment import over_seeds, paper_experiment
 def forest_of_thought_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
     """CoT, ToT and FoT with self-correction and CGED on three-number puzzles with SmolLM2-135M-Instruct."""
     results = over_seeds(method.run_seed, ctx.seeds, p=params)
-    return {"puzzles": pd.DataFrame([r for res in results for r in res["rows"]]),
+    rows = pd.DataFrame([r for res in results for r in res["rows"]])
+    save_parquet(rows, ctx.data_dir / "per_puzzle.parquet")
+    return {"puzzles": rows,
             "rules": pd.DataFrame([r for res in results for r in res["rules_rows"]]),
             "gates": pd.DataFrame([{"seed": res["seed"], **res["gates"]} for res in results])}
