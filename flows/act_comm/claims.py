@@ -76,7 +76,7 @@ PAPER = Paper(
     limitations=(
         "Two real but small pretrained models (135M and 270M parameters, against the paper's LLaMA 3B-8B pairs) "
         "play the agents on one game built here (the Countries game with 50 real cities in 25 countries), at "
-        "reduced scale (100 test episodes per seed). The paper's reasoning benchmarks (GSM8k, Biographies, ...) "
+        "reduced scale (80 test episodes per seed). The paper's reasoning benchmarks (GSM8k, Biographies, ...) "
         "and its Tip Sheets game are not run: 135M/270M models cannot do them. The map W is fitted on a small "
         "templated generic text (100 paragraphs, half wrapped in SmolLM2's chat template), not on the paper's "
         "corpus; (k, j) are restricted to matched relative depths (3 of them, one the paper's 26/32). The NL "
