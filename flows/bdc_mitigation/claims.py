@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from tasks.contract import Claim, Control, Paper, ci
 
-STAND_IN = ("on the stand-in (frozen all-MiniLM-L6-v2 + a scoring MLP as the LLM, three synthetic four-choice "
-            "benchmark families, rule-based strategies)")
-PLACEBO = "the clean model fine-tuned with the same recipe on held-out non-benchmark items (placebo contamination)"
+STAND_IN = ("on SmolLM2-135M-Instruct contaminated by LoRA, a four-choice cloze benchmark of three families built "
+            "here, rule-based strategies")
+PLACEBO = ("the clean model fine-tuned with the intensive recipe on held-out non-benchmark items (placebo "
+           "contamination)")
+# the capability gate: a clean model that knows something, and a contamination that took hold
+CAPABLE = ("clean_model_above_chance",)
+CONTAMINATED = ("clean_model_above_chance", "contamination_raises_original_accuracy")
 MATCH_TOLERANCE = 0.02  # the plan's "accuracy matches the clean model": |delta acc| < 2 pp
 
 
@@ -22,7 +26,7 @@ def _no_preserving_beats_vanilla(recipe: str) -> Claim:
         comparison="<=", threshold=0.0, kind="direction", role="claim",
         no_interval_reason=("a count of strategies, each decided by its own paired 95% Student-t interval over seeds "
                             "in each benchmark family"),
-        per_setting=f"claims.preserving_beating_vanilla_by_family.{recipe}",
+        per_setting=f"claims.preserving_beating_vanilla_by_family.{recipe}", requires=CONTAMINATED,
         # the same significance test must be able to find an improvement where the paper says there is one
         control=Control(name="the same count over the semantic-altering strategies",
                         metric=f"claims.altering_beating_vanilla.{recipe}"))
@@ -34,7 +38,7 @@ PAPER = Paper(
            "Benchmark Data Contamination"),
     method="Fidelity and contamination resistance: question-level matching of evaluation vectors of clean and "
            "contaminated models on original and updated benchmarks",
-    paper_class="C",
+    paper_class="B",
     source="abstracts-004.txt #16",
     official_code="ASTRAL-Group/BDC_mitigation_assessment (example/calculate_metrics.ipynb and mitigated_datasets/ read)",
     claims=(
@@ -47,7 +51,7 @@ PAPER = Paper(
               source="abstract; plan claim check 2", metric="claims.altering_minus_preserving_resistance_worst.mean",
               comparison=">", threshold=0.0, kind="direction", role="claim",
               interval=ci("claims.altering_minus_preserving_resistance_worst"),
-              per_setting="claims.altering_minus_preserving_resistance_by_setting",
+              per_setting="claims.altering_minus_preserving_resistance_by_setting", requires=CONTAMINATED,
               # without benchmark exposure there is nothing to resist: the gap must vanish
               control=Control(name=f"the same gap with {PLACEBO}, its most favourable setting",
                               metric="claims.placebo_altering_minus_preserving_best.mean",
@@ -59,7 +63,7 @@ PAPER = Paper(
               source="abstract; plan claim check 2", metric="claims.altering_minus_preserving_fidelity_worst.mean",
               comparison="<", threshold=0.0, kind="direction", role="claim",
               interval=ci("claims.altering_minus_preserving_fidelity_worst"),
-              per_setting="claims.altering_minus_preserving_fidelity_by_setting",
+              per_setting="claims.altering_minus_preserving_fidelity_by_setting", requires=CAPABLE,
               control=Control(name="the same gap for a uniform random guesser (trivial solution), its most favourable "
                                    "setting", metric="claims.random_altering_minus_preserving_fidelity_best.mean",
                               interval=ci("claims.random_altering_minus_preserving_fidelity_best"))),
@@ -71,18 +75,19 @@ PAPER = Paper(
                     f"{STAND_IN}; NaN (inconclusive) when no pair matches"),
               source="abstract; plan claim check 3 (exploratory)", metric="claims.matched_lowest_resistance.mean",
               comparison="<", threshold=0.8, kind="magnitude", role="claim",
-              interval=ci("claims.matched_lowest_resistance"),
+              interval=ci("claims.matched_lowest_resistance"), requires=CONTAMINATED,
               control=Control(name=f"the same (recipe, strategy) pair scored against {PLACEBO}",
                               metric="claims.matched_placebo_resistance.mean",
                               interval=ci("claims.matched_placebo_resistance"))),
         Claim(id="clean_model_above_chance",
-              text="the clean stand-in answers the original benchmark above chance (1/4): accuracy - 0.25 > 0",
+              text=("the clean model (SmolLM2-135M-Instruct as loaded) answers the original benchmark above chance "
+                    "(1/4): accuracy - 0.25 > 0"),
               source="ours (the pipeline needs a capable uncontaminated model)",
               metric="claims.clean_accuracy_above_chance.mean", comparison=">", threshold=0.0, kind="direction",
               role="sanity", interval=ci("claims.clean_accuracy_above_chance")),
         Claim(id="contamination_raises_original_accuracy",
-              text=("contamination is effective (the paper validates it): contaminated minus clean accuracy on the "
-                    "original benchmark > 0, worst recipe"),
+              text=("contamination is effective (the paper validates it): LoRA-contaminated minus clean accuracy on "
+                    "the original benchmark > 0, worst recipe"),
               source="paper (contamination validation checks); plan", metric="claims.contamination_gain_worst.mean",
               comparison=">", threshold=0.0, kind="direction", role="sanity",
               interval=ci("claims.contamination_gain_worst"), per_setting="claims.contamination_gain_by_recipe"),
@@ -94,17 +99,17 @@ PAPER = Paper(
               threshold=0.0, kind="exact", role="sanity"),
     ),
     limitations=(
-        "What the stand-in cannot show: anything about LLM memorisation or GPT-4o rewrites. The 'LLM' is frozen "
-        "all-MiniLM-L6-v2 with a small scoring MLP trained here; contamination is fine-tuning that head on the "
-        "original benchmark (mild and intensive = two epoch counts), so memorisation lives in a head over sentence "
-        "embeddings, and a strategy resists exactly when it moves the question's embedding away from the memorised "
-        "one. The benchmark is three synthetic four-choice families (real capitals, word categories, two-digit "
-        "sums), not ARC-C/MMLU/GSM8K..., and the strategies are ten rules standing in for the paper's twenty GPT-4o "
-        "rewrites (no translation, no LLM-generated extensions; the official incorrect_choice adds wrong options, so "
-        "it is semantic-preserving here, and the plan's negated question has no rule); the typo rate, the one rule "
-        "knob, is swept and "
-        "every claim takes its worst setting. One benchmark and one set of rewrites per run: the intervals are over "
-        "seeds of model training (clean head, contamination order, placebo), not over benchmark draws. 'Across "
-        "all benchmarks' is read as across the three families."
+        "What 135M parameters can and cannot show: the paper assesses 10 LLMs of 7B-70B on five real benchmarks "
+        "(ARC-C, MMLU, GSM8K, ...) with 20 GPT-4o rewrites; here one 135M model, as pretrained, answers a four-choice "
+        "cloze benchmark built in code (capitals it mostly knows, word categories it partly knows, one-digit sums "
+        "near chance), contamination is a small LoRA (rank 8 on q/v) fine-tune on a few dozen question + answer "
+        "texts (mild and intensive: two epoch counts of one run), and the strategies are ten rules (no "
+        "translation, no LLM-generated extensions; the official incorrect_choice adds wrong options, so it is "
+        "semantic-preserving here). A model this small memorises a handful of short texts within a few dozen "
+        "steps and also learns the answer format, which moves held-out items too: the placebo fine-tune on other "
+        "facts measures that part. Cloze scoring never shows the choices, so permute_choices cannot change a "
+        "score (its row equals vanilla) and add_incorrect_choices only adds competitors. The intervals are over "
+        "seeds (benchmark draw, strategy randomness, LoRA init and data order) at a few dozen items per seed; "
+        "'across all benchmarks' is read as across the three families."
     ),
 )

@@ -17,8 +17,7 @@ from tasks.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
-    rows, sizes = records["scores"], records["benchmark"].iloc[0]
-    examples = records["examples"].drop(columns="seed")
+    rows, training, examples = records["scores"], records["training"], records["examples"]
     kinds = method.strategy_kinds(params)
     table = (rows.groupby(["recipe", "strategy", "family"], sort=False).mean(numeric_only=True).drop(columns="seed")
              .reset_index())
@@ -28,16 +27,18 @@ def evaluate(params: Params, records: Records) -> RunOutput:
                # every metric of every strategy on the whole benchmark, mean over seeds
                "strategies": {r: {row.strategy: {c: float(getattr(row, c)) for c in whole.columns[4:]}
                                   for row in t.itertuples()} for r, t in whole.groupby("recipe", sort=False)},
-               "benchmark": {"items": int(sizes["items"]), "train_items": int(sizes["train_items"]),
-                             "placebo_items": int(sizes["placebo_items"]), "distinct_texts": int(sizes["distinct_texts"]),
-                             "strategies": len(kinds) - 1}}
+               "benchmark": {"items": 3 * params.bench_per_family, "placebo_items": 3 * params.bench_per_family,
+                             "strategies": len(kinds) - 1},
+               # each fine-tune's steps and its loss on its first and last batch, mean over seeds
+               "training": {run: {c: float(t[c].mean()) for c in ("steps", "first_loss", "last_loss")}
+                            for run, t in training.groupby("run", sort=False)}}
     plot = pd.DataFrame({"x": whole.fidelity, "y": whole.resistance, "series": whole.recipe + " / " + whole.kind})
     versus_vanilla = pd.DataFrame([{"recipe": r, "strategy": s, "kind": kinds[s], "family": f,
                                     **_resistance_minus_vanilla(rows, r, s, f)}
                                    for r in method.recipes(params) for s in kinds if s != method.VANILLA
                                    for f in ("all", *method.FAMILIES)])
     return RunOutput(metrics=metrics, tables={"plot": plot, "strategies": table, "examples": examples,
-                                              "resistance_minus_vanilla": versus_vanilla},
+                                              "training": training, "resistance_minus_vanilla": versus_vanilla},
                      figure=_figure(whole), setup=_setup(params, metrics, examples), notes=_measured(metrics, table))
 
 
@@ -146,20 +147,26 @@ def _figure(whole: pd.DataFrame):
 
 
 def _setup(p: Params, m: dict, examples: pd.DataFrame) -> str:
-    b = m["benchmark"]
-    shown = examples.drop_duplicates("strategy").head(3)
-    return (f"A synthetic four-choice benchmark of {b['items']} items ({p.bench_per_family} per family: capitals of "
-            "real countries, word categories, two-digit sums; disjoint fact pools for 'pretraining', benchmark and a "
-            f"reserve), {b['strategies']} updated benchmarks from {b['strategies'] - len(p.typo_rates) + 1} rule-based "
-            f"mitigation strategies (the typo rule at each swept rate {p.typo_rates}), "
-            f"{b['distinct_texts']} distinct texts embedded once with all-MiniLM-L6-v2. The 'LLM': a scoring MLP "
-            f"(hidden {p.hidden}) over [e_q, e_c, e_q*e_c, position] trained {p.clean_epochs} epochs on {b['train_items']} "
-            f"'pretraining' items (three wordings); contaminated = the clean model fine-tuned on the original benchmark "
-            f"for {p.mild_epochs} (mild) or {p.intensive_epochs} (intensive) epochs (Adam, lr {p.lr}, batch {p.batch_size}); "
-            f"placebo = the same fine-tune on {b['placebo_items']} held-out non-benchmark items. Metrics per the official "
-            "calculate_metrics.ipynb: fidelity = mean(clean_updated == clean_original), resistance = mean(clean_updated "
-            f"== conta_updated). {p.seeds} seeds (model training); intervals are 95% Student-t intervals over seeds (paired by seed for differences). Examples: "
-            + "; ".join(f"{r.strategy}: \"{r.question}\" ({r.options})" for r in shown.itertuples()) + ".")
+    b, t = m["benchmark"], m["training"]
+    shown = examples[examples.seed == examples.seed.min()].drop_duplicates("strategy")
+    shown = shown[shown.strategy.isin([method.VANILLA, "paraphrase", "new_answer", "reverse_question"])]
+    return (f"Model: {p.model} (tasks.pretrained, float32, CPU). Per seed, a four-choice benchmark of "
+            f"{b['items']} items ({p.bench_per_family} per family: capitals of real countries, word categories, "
+            "one-digit sums), drawn from disjoint fact pools (benchmark, placebo, reserve), and its update by each "
+            f"of {b['strategies']} rule-based strategies (the typo rule at each swept rate {p.typo_rates}). "
+            "Multiple choice is scored as a cloze: prompt \"Question: <q>\\nAnswer:\", choice = the highest "
+            f"log p(\" \" + choice | prompt). Contaminated = LoRA (rank {p.lora_rank}, q/v projections, AdamW lr "
+            f"{p.lr}, batch {p.batch_size}) on the original benchmark's question + answer texts: mild = the first "
+            f"{p.mild_epochs} epoch(s) ({t['mild']['steps']:.0f} steps), intensive = the same run continued to "
+            f"{p.intensive_epochs} epochs ({t['intensive']['steps']:.0f} steps; training loss "
+            f"{t['mild']['first_loss']:.2f} -> {t['intensive']['last_loss']:.2f}); placebo = the intensive recipe "
+            f"on {b['placebo_items']} held-out items about other facts (loss {t['placebo']['first_loss']:.2f} -> "
+            f"{t['placebo']['last_loss']:.2f}). Metrics per the official calculate_metrics.ipynb: fidelity = "
+            "mean(clean_updated == clean_original), resistance = mean(clean_updated == conta_updated). "
+            f"{p.seeds} seeds (benchmark draw, strategy randomness, LoRA init and data order); intervals are 95% "
+            "Student-t intervals over seeds (paired by seed for differences). Examples (first seed): "
+            + "; ".join(f"{r.strategy}: \"{r.question}\" ({r.options}; right: {r.answer})" for r in shown.itertuples())
+            + ".")
 
 
 def _measured(m: dict, table: pd.DataFrame) -> str:

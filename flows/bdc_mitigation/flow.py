@@ -1,40 +1,36 @@
-"""BDC mitigation assessment, the experiment: one synthetic benchmark updated by every rule-based mitigation
-strategy, then per seed a clean and contaminated (mild, intensive) frozen-MiniLM scoring model and their
-evaluation vectors on the original and updated benchmarks.
+"""BDC mitigation assessment, the experiment: per seed, a four-choice benchmark drawn from real facts, word
+categories and one-digit sums, updated by every rule-based mitigation strategy; SmolLM2-135M-Instruct scores it
+clean, contaminated by LoRA on the original benchmark (mild, intensive) and after a placebo fine-tune on held-out
+items, and each model's evaluation vectors on the original and updated benchmarks give fidelity and resistance.
 
 Records: ``scores`` (one row per seed, recipe, strategy and benchmark family, "all" for the whole benchmark),
-``benchmark`` (its sizes) and ``examples`` (the first and last item as each strategy updates them); the last two
-belong to the benchmark, drawn once with the run's first seed. Scored by ``evaluate.py`` against the claims in
-``claims.py``.
+``training`` (one row per seed and fine-tune: steps, first and last loss) and ``examples`` (each seed's first and
+last item as each strategy updates them). Scored by ``evaluate.py`` against the claims in ``claims.py``.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from flows.bdc_mitigation import method
 from flows.bdc_mitigation.params import SMOKE, Params
 from tasks.contract import RunContext
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
+from tasks.experiment import over_seeds, paper_experiment
 
 
-# Not seed-separable: the benchmark (and its strategy updates) is drawn once, from the first seed, for all seeds.
-@paper_experiment("bdc_mitigation", Params, smoke=SMOKE)
+def _examples(params: Params, seed: int) -> list[dict]:
+    updated = method.make_benchmark(params, seed).updated
+    return [{"seed": seed, "strategy": s, "question": it.question, "options": " | ".join(it.options),
+             "answer": it.options[it.answer]} for s in updated for it in (updated[s][0], updated[s][-1])]
+
+
+# Seed-separable: each seed draws its own benchmark, LoRA init and data order, and loads its own model.
+@paper_experiment("bdc_mitigation", Params, smoke=SMOKE, seed_separable=True)
 def bdc_mitigation_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
-    """Fidelity and contamination resistance of every mitigation strategy, clean against contaminated models."""
-    with threadpool_limits(limits=1):  # the seeds are the parallelism
-        benchmark = run_task(method.make_benchmark, p=params, seed=ctx.seeds[0])
-        rows = pd.DataFrame([row for seed_rows in over_seeds(method.run_seed, ctx.seeds, p=params, benchmark=benchmark)
-                             for row in seed_rows])
+    """Fidelity and contamination resistance of every mitigation strategy, clean against contaminated LM."""
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params)
+    rows = pd.DataFrame([row for seed in per_seed for row in seed["scores"]])
     save_parquet(rows, ctx.data_dir / "per_seed.parquet")
-    sizes = pd.DataFrame([{"seed": ctx.seeds[0], "items": len(benchmark.items[method.VANILLA]),
-                           "train_items": len(benchmark.items["train"]),
-                           "placebo_items": len(benchmark.items["placebo"]), "distinct_texts": benchmark.n_texts}])
-    # the first and the last benchmark item (first and last family) as each strategy updates them
-    examples = pd.DataFrame([{"seed": ctx.seeds[0], "strategy": s, "question": it.question,
-                              "options": " | ".join(it.options), "answer": it.options[it.answer]}
-                             for s in method.strategy_kinds(params)
-                             for it in (benchmark.items[s][0], benchmark.items[s][-1])])
-    return {"scores": rows, "benchmark": sizes, "examples": examples}
+    return {"scores": rows, "training": pd.DataFrame([row for seed in per_seed for row in seed["training"]]),
+            "examples": pd.DataFrame([row for seed in ctx.seeds for row in _examples(params, seed)])}

@@ -1,50 +1,45 @@
-"""BDC mitigation assessment (Sun et al., ICML 2025) at laptop scale: the paper's pipeline and its two
-question-level metrics, with a frozen small encoder as the "LLM" and rule-based mitigation strategies.
+"""BDC mitigation assessment (Sun et al., ICML 2025) on a real pretrained language model: the paper's pipeline
+and its two question-level metrics, with SmolLM2-135M-Instruct contaminated by LoRA fine-tuning on a small
+multiple-choice benchmark built here, and rule-based mitigation strategies.
 
 The pipeline (official code ``ASTRAL-Group/BDC_mitigation_assessment``, README steps 1-5):
 
-1. take an *uncontaminated* (model, benchmark) pair: here the clean model never sees a benchmark item;
+1. take an *uncontaminated* (model, benchmark) pair: the benchmark's items are drawn here, per seed, from real
+   facts (capitals), word categories and one-digit sums, so the pretrained model has not seen these item texts;
 2. apply each mitigation strategy to the benchmark (the paper: GPT-4o rewrites; here: rules);
-3. *contaminate* a copy of the clean model by fine-tuning it on the original benchmark, with a mild and an
-   intensive recipe (the paper: ConStat fine-tuning; here: epochs of fine-tuning the scoring head);
+3. *contaminate* the model by fine-tuning it on the original benchmark's question + answer texts, with a mild
+   and an intensive recipe (the paper: ConStat fine-tuning; here: LoRA, one epoch, then more epochs of the same run);
 4. take the binary evaluation vectors (per question: answered correctly or not) of the clean model on the
    original and updated benchmarks and of the contaminated model on the updated benchmark;
 5. ``fidelity = mean(clean_updated == clean_original)`` and ``resistance = mean(clean_updated ==
    conta_updated)`` (``example/calculate_metrics.ipynb``, read, not copied).
 
-The stand-in "LLM" is one model interface: frozen all-MiniLM-L6-v2 sentence embeddings (``tasks.embed``) of the
-question ``e_q`` and of each choice ``e_c``, and a trainable MLP scoring ``[e_q, e_c, e_q * e_c, onehot(position)]``;
-the answer is the choice with the highest score. Its knowledge comes from MiniLM (what a capital, a fruit or a
-number is) and from a disjoint "pretraining" split of the same synthetic world.
+Multiple choice is scored as a cloze by continuation log-probability: the prompt is ``"Question: <q>\\nAnswer:"``
+(the choices are not shown: a 135M model listing them copies the first), each choice is scored as
+``log p(" " + choice | prompt)`` (the sum over its tokens), and the model's answer is the highest-scoring choice.
 
-The benchmark has three families, the stand-in for the paper's several benchmarks: capitals of real countries,
-word categories and two-digit sums, four choices each. Strategies (official names where one exists):
-semantic-preserving ``typo_<rate>`` (the typo rate is swept), ``synonyms``, ``paraphrase`` (syntactic),
-``permute_choices``, ``add_incorrect_choices`` (the official ``incorrect_choice`` adds wrong options),
-``irrelevant_context``, ``relevant_context``; semantic-altering ``new_answer`` (entity or number changed so that
-another listed choice is right), ``new_entity`` (mimicking: same template, unseen entity and choices) and
-``reverse_question`` (extending: the same fact asked from its other end).
-
-Shapes: ``n`` items, ``K`` choices per item (4, or 4 + ``extra_choices``), ``D = 384`` embedding width,
-``F = 3 D + MAX_OPTIONS + 1`` features per choice (the last one flags a padded slot).
+Strategies (official names where one exists): semantic-preserving ``typo_<rate>`` (the typo rate is swept),
+``synonyms``, ``paraphrase`` (syntactic), ``permute_choices``, ``add_incorrect_choices`` (the official
+``incorrect_choice`` adds wrong options), ``irrelevant_context``, ``relevant_context``; semantic-altering
+``new_answer`` (entity or number changed so that another listed choice is right), ``new_entity`` (mimicking: same
+template, an entity from a reserve no benchmark uses) and ``reverse_question`` (extending: the same fact asked from
+its other end).
 """
 
 from __future__ import annotations
 
-import copy
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from torch import nn
-from torch.nn import functional as F
 
 from flows.bdc_mitigation.params import Params
-from tasks.seeding import numpy_rng, torch_seeded
-from tasks.train import mlp, predict, torch_single_thread, train
+from tasks import pretrained as P
+from tasks.seeding import numpy_rng
+from tasks.train import torch_single_thread
 
 FAMILIES = ("capital", "category", "arithmetic")
-MAX_OPTIONS = 6
 SEMANTIC_PRESERVING = "semantic-preserving"
 SEMANTIC_ALTERING = "semantic-altering"
 VANILLA = "vanilla"
@@ -87,7 +82,10 @@ CATEGORIES = {
 COUNTRY_OF = {capital: country for country, capital in CAPITALS}
 CAPITAL_OF = dict(CAPITALS)
 CATEGORY_OF = {word: category for category, words in CATEGORIES.items() for word in words}
-# template 0 is the benchmark's wording; the "pretraining" split uses all three, so a paraphrase is no new wording
+# one-digit addends from 4: every new_answer addend (b + d, d >= -3) and reverse_question answer stays positive
+SUMS = tuple((a, b) for a in range(4, 10) for b in range(4, 10))
+SUM_DISTRACTORS = (-3, -2, -1, 1, 2, 3)
+# template 0 is the benchmark's wording, 1 and 2 the paraphrases
 TEMPLATES = {
     "capital": ("What is the capital of {0}?", "Which city is the capital of {0}?",
                 "{0} has its national government seated in which city?"),
@@ -102,18 +100,17 @@ RELEVANT_CONTEXT = {
                 "A capital is not always the largest city of its country."),
     "category": ("Words can be sorted into groups by the kind of thing they name.",
                  "Many everyday objects belong to a well-known category."),
-    "arithmetic": ("Adding two whole numbers gives their sum.", "To add two-digit numbers, add the tens and the ones."),
+    "arithmetic": ("Adding two whole numbers gives their sum.", "To add two numbers, count on from the larger one."),
 }
 IRRELEVANT_CONTEXT = ("The library closes early on Sundays.", "A light rain fell over the harbour that morning.",
                       "Many people enjoy a short walk after dinner.", "The old bridge was painted green last year.")
 # word -> synonym, applied to whole words of the question (the benchmark's templates are covered)
 SYNONYMS = {"capital": "capital city", "following": "listed", "plus": "added to", "kind": "type", "choices": "options",
             "sum": "total", "add": "combine", "city": "town"}
-SUM_RANGE = (11, 90)  # two-digit addends; the smallest keeps every new_answer addend positive
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 1. The synthetic benchmark world
+# 1. The benchmark world
 # ----------------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -130,23 +127,23 @@ class Item:
 
 @dataclass(frozen=True)
 class Pool:
-    """The facts a split may draw from: countries, and the words of each category (sums are drawn freely)."""
+    """The facts a split may draw from: countries, the words of each category, and addend pairs."""
 
     countries: tuple[str, ...]
     words: dict[str, tuple[str, ...]]
+    sums: tuple[tuple[int, int], ...]
 
 
 def split_world(seed: int) -> tuple[Pool, Pool, Pool]:
-    """Disjoint fact pools: "pretraining" (train and placebo items), benchmark, and a reserve that only the
-    ``new_entity`` strategy draws from (so its entities are new to the contaminated model)."""
+    """Disjoint fact pools (40% / 40% / 20%): benchmark, placebo (held-out items the placebo fine-tune sees), and a
+    reserve that only the ``new_entity`` strategy draws from (so its entities are new to every fine-tuned model)."""
     rng = numpy_rng(seed, 0)
-    countries = [CAPITALS[i][0] for i in rng.permutation(len(CAPITALS))]
-    n_train, n_bench = len(countries) * 5 // 9, len(countries) * 3 // 9
-    words = {c: [w[i] for i in rng.permutation(len(w))] for c, w in CATEGORIES.items()}
-    cut = lambda lo, hi: {c: tuple(w[lo:hi]) for c, w in words.items()}
-    return (Pool(tuple(countries[:n_train]), cut(0, 6)),
-            Pool(tuple(countries[n_train:n_train + n_bench]), cut(6, 10)),
-            Pool(tuple(countries[n_train + n_bench:]), cut(10, 12)))
+    cut = lambda values: (values[:len(values) * 2 // 5], values[len(values) * 2 // 5:len(values) * 4 // 5],
+                          values[len(values) * 4 // 5:])
+    countries = cut(tuple(CAPITALS[i][0] for i in rng.permutation(len(CAPITALS))))
+    words = {c: cut(tuple(w[i] for i in rng.permutation(len(w)))) for c, w in CATEGORIES.items()}
+    sums = cut(tuple(SUMS[i] for i in rng.permutation(len(SUMS))))
+    return tuple(Pool(countries[k], {c: w[k] for c, w in words.items()}, sums[k]) for k in range(3))
 
 
 def render(family: str, key: tuple, template: int) -> str:
@@ -159,30 +156,36 @@ def _shuffled(correct: str, wrong: list[str], rng: np.random.Generator) -> tuple
     return tuple(options[i] for i in order), int(np.flatnonzero(order == 0)[0])
 
 
-def draw_item(family: str, pool: Pool, rng: np.random.Generator, template: int = 0,
-              avoid_key: tuple | None = None) -> Item:
-    """A fresh four-choice item of ``family`` with facts from ``pool`` (``avoid_key``: not about this key)."""
-    while True:
-        if family == "capital":
-            country, *others = rng.choice(pool.countries, size=4, replace=False)
-            key, correct, wrong = (str(country),), CAPITAL_OF[country], [CAPITAL_OF[c] for c in others]
-        elif family == "category":
-            category, *others = rng.choice(list(pool.words), size=4, replace=False)
-            key, correct = (str(category),), str(rng.choice(pool.words[category]))
-            wrong = [str(rng.choice(pool.words[c])) for c in others]  # three distinct other categories
-        else:
-            a, b = (int(v) for v in rng.integers(*SUM_RANGE, size=2))
-            s = a + b
-            key, correct = (a, b), str(s)
-            wrong = [str(s + d) for d in rng.choice([-10, -1, 1, 10], size=3, replace=False)]
-        if key != avoid_key:
-            options, answer = _shuffled(correct, wrong, rng)
-            return Item(family, key, render(family, key, template), options, answer)
+def make_item(family: str, key: tuple, pool: Pool, rng: np.random.Generator) -> Item:
+    """The four-choice item about ``key``, its three wrong choices drawn from ``pool``."""
+    if family == "capital":
+        others = rng.choice([c for c in pool.countries if c != key[0]], size=3, replace=False)
+        correct, wrong = CAPITAL_OF[key[0]], [CAPITAL_OF[c] for c in others]
+    elif family == "category":
+        others = rng.choice([c for c in pool.words if c != key[0]], size=3, replace=False)
+        correct = str(rng.choice(pool.words[key[0]]))
+        wrong = [str(rng.choice(pool.words[c])) for c in others]  # three distinct other categories
+    else:
+        correct = str(sum(key))
+        wrong = [str(sum(key) + int(d)) for d in rng.choice(SUM_DISTRACTORS, size=3, replace=False)]
+    options, answer = _shuffled(correct, wrong, rng)
+    return Item(family, key, render(family, key, 0), options, answer)
 
 
-def draw_items(pool: Pool, per_family: int, rng: np.random.Generator, templates: tuple[int, ...] = (0,)) -> list[Item]:
-    """``per_family`` items of every family; each item's template drawn from ``templates``."""
-    return [draw_item(f, pool, rng, int(rng.choice(templates))) for f in FAMILIES for _ in range(per_family)]
+def _keys(family: str, pool: Pool) -> list[tuple]:
+    if family == "capital":
+        return [(c,) for c in pool.countries]
+    return [(c,) for c in pool.words] if family == "category" else list(pool.sums)
+
+
+def draw_items(pool: Pool, per_family: int, rng: np.random.Generator) -> list[Item]:
+    """``per_family`` items of every family, about distinct keys while the pool has enough (categories repeat)."""
+    items = []
+    for family in FAMILIES:
+        keys = _keys(family, pool)
+        order = np.concatenate([rng.permutation(len(keys)) for _ in range(math.ceil(per_family / len(keys)))])
+        items += [make_item(family, keys[i], pool, rng) for i in order[:per_family]]
+    return items
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -220,7 +223,7 @@ def _extra_wrong(item: Item, pool: Pool, rng: np.random.Generator) -> str:
             category = str(rng.choice([c for c in pool.words if c != item.key[0]]))
             option = str(rng.choice(pool.words[category]))
         else:
-            option = str(sum(item.key) + int(rng.choice([-20, -11, -9, -2, 2, 9, 11, 20])))
+            option = str(sum(item.key) + int(rng.choice([-5, -4, 4, 5])))
         if option not in item.options:
             return option
 
@@ -297,98 +300,97 @@ def mitigate(p: Params, bench: list[Item], bench_pool: Pool, reserve: Pool, seed
         elif name == "new_answer":
             out = [new_answer(it, rng) for it in bench]
         elif name == "new_entity":
-            out = [draw_item(it.family, reserve, rng, avoid_key=it.key) for it in bench]
+            out = [make_item(it.family, _keys(it.family, reserve)[int(rng.integers(len(_keys(it.family, reserve))))],
+                             reserve, rng) for it in bench]
         else:
             out = [reverse_question(it) for it in bench]
         updated[name] = out
     return updated
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# 3. The frozen encoder and the benchmark with its features
-# ----------------------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Encoded:
-    """Items as model input: ``X`` (n, K, F) float32 choice features, ``y`` (n,) right-answer indices,
-    ``family`` (n,) family names."""
-
-    X: torch.Tensor
-    y: torch.Tensor
-    family: np.ndarray
-
-
-def encode(items: list[Item], table: dict[str, np.ndarray]) -> Encoded:
-    """Features ``[e_q, e_c, e_q * e_c, onehot(position), pad]`` per choice, K = the most choices of any item."""
-    n, k = len(items), max(len(it.options) for it in items)
-    dim = next(iter(table.values())).shape[0]
-    X = np.zeros((n, k, 3 * dim + MAX_OPTIONS + 1), dtype=np.float32)
-    for i, it in enumerate(items):
-        q = table[it.question]
-        for j, option in enumerate(it.options):
-            c = table[option]
-            X[i, j, :3 * dim] = np.concatenate([q, c, q * c])
-            X[i, j, 3 * dim + j] = 1.0
-        X[i, len(it.options):, -1] = 1.0
-    return Encoded(torch.from_numpy(X), torch.tensor([it.answer for it in items]),
-                   np.array([it.family for it in items]))
-
-
 @dataclass(frozen=True)
 class Benchmark:
-    """The run's world, encoded once: ``train`` (the clean model's data), ``placebo`` (held-out, never benchmark),
-    ``updated[strategy]`` (the benchmark after each strategy; ``vanilla`` is the original) and the raw items."""
+    """One seed's benchmark: ``updated[strategy]`` (``vanilla`` is the original) and ``placebo`` (held-out items
+    about other facts, what the placebo fine-tune sees)."""
 
-    train: Encoded
-    placebo: Encoded
-    updated: dict[str, Encoded]
-    items: dict[str, list[Item]]
-    n_texts: int
+    updated: dict[str, list[Item]]
+    placebo: list[Item]
 
 
 def make_benchmark(p: Params, seed: int) -> Benchmark:
-    """Draw the world, apply every strategy, and embed each distinct text once with MiniLM (the bottleneck)."""
-    from tasks.embed import minilm_embed  # loads torch + sentence-transformers: not at import time
-
-    train_pool, bench_pool, reserve = split_world(seed)
+    bench_pool, placebo_pool, reserve = split_world(seed)
     rng = numpy_rng(seed, 2)
-    train_items = draw_items(train_pool, p.train_per_family, rng, templates=(0, 1, 2))
-    placebo_items = draw_items(train_pool, p.placebo_per_family, rng)
     bench = draw_items(bench_pool, p.bench_per_family, rng)
-    updated = mitigate(p, bench, bench_pool, reserve, seed)
-    every = train_items + placebo_items + [it for items in updated.values() for it in items]
-    texts = sorted({t for it in every for t in (it.question, *it.options)})
-    table = dict(zip(texts, minilm_embed(texts)))
-    return Benchmark(encode(train_items, table), encode(placebo_items, table),
-                     {name: encode(items, table) for name, items in updated.items()},
-                     {"train": train_items, "placebo": placebo_items, **updated}, len(texts))
+    placebo = draw_items(placebo_pool, p.bench_per_family, rng)
+    return Benchmark(mitigate(p, bench, bench_pool, reserve, seed), placebo)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 4. The model, contamination, and the metrics
+# 3. Scoring multiple choice by continuation log-probability
 # ----------------------------------------------------------------------------------------------------------------
 
-class Scorer(nn.Module):
-    """The scoring head: (n, K, F) choice features -> (n, K) scores, padded choices at -1e9."""
-
-    def __init__(self, n_features: int, hidden: int):
-        super().__init__()
-        self.net = mlp(n_features - 1, [hidden], 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x[..., :-1]).squeeze(-1).masked_fill(x[..., -1] > 0, -1e9)
+def prompt(question: str) -> str:
+    return f"Question: {question}\nAnswer:"
 
 
-def fit(model: nn.Module, data: Encoded, p: Params, epochs: int, seed: int) -> nn.Module:
-    """Cross-entropy over the choices, Adam; batches ordered by ``seed``."""
-    train(model, data.X, data.y, loss_fn=F.cross_entropy, epochs=epochs, batch_size=p.batch_size, lr=p.lr, seed=seed)
-    return model
+def contamination_text(item: Item) -> str:
+    """What contamination trains on: the benchmark's prompt followed by the right answer (question + answer)."""
+    return f"{prompt(item.question)} {item.options[item.answer]}"
 
 
-def correct(model: nn.Module, data: Encoded) -> np.ndarray:
-    """The binary evaluation vector (n,): did the model pick the right choice."""
-    return (predict(model, data.X).argmax(dim=1) == data.y).numpy()
+@torch.no_grad()
+def choice_logprobs(model, tokenizer, prompts: list[str], choices: list[list[str]],
+                    batch_size: int = 32) -> list[torch.Tensor]:
+    """log p(" " + choice | prompt) for every choice of every prompt: one tensor (len(choices[i]),) per prompt.
 
+    The same numbers as :func:`tasks.pretrained.sequence_logprob` on each (prompt, choice) pair (prompt and
+    continuation tokenised apart), computed cheaper: one forward over each left-padded prompt keeps its key/value
+    cache, which is then copied to each of its choices, so only the choices' own tokens run a second forward.
+    """
+    scores: list[torch.Tensor] = [torch.empty(0)] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
+    model.eval()
+    with torch_single_thread():
+        for start in range(0, len(prompts), batch_size):
+            batch = order[start:start + batch_size]
+            heads, tails_of = [prompts[i] for i in batch], [choices[i] for i in batch]
+            ids, mask = P.encode(tokenizer, heads, side="left")
+            positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)                      # (b, V)
+            owner = torch.tensor([i for i, tails in enumerate(tails_of) for _ in tails])      # prompt of each choice
+            tails, tail_mask = P.pad([P.token_ids(tokenizer, " " + c, bos=False) for t in tails_of for c in t],
+                                     tokenizer.pad_token_id, side="right")                     # (m, k)
+            cache = out.cache
+            cache.batch_select_indices(owner)
+            rest = model(input_ids=tails, attention_mask=torch.cat([mask[owner], tail_mask], dim=1),
+                         position_ids=positions[owner, -1:] + 1 + torch.arange(tails.shape[1]), cache=cache,
+                         use_cache=True).logits[:, :-1].float()
+            later = torch.log_softmax(rest, dim=-1).gather(2, tails[:, 1:, None])[:, :, 0] * tail_mask[:, 1:]
+            total = first[owner].gather(1, tails[:, :1])[:, 0] + later.sum(dim=1)            # (m,)
+            for i, row in zip(batch, total.split([len(t) for t in tails_of])):
+                scores[i] = row
+    return scores
+
+
+def evaluation_vectors(model, tokenizer, updated: dict[str, list[Item]], p: Params) -> dict[str, np.ndarray]:
+    """Every strategy's evaluation vector. Items of different strategies that share question and choices (a typo
+    that hit no word, permuted choices: a cloze score ignores their order) are scored once."""
+    distinct = {(it.question, tuple(sorted(it.options))): None for items in updated.values() for it in items}
+    keys = list(distinct)
+    scores = choice_logprobs(model, tokenizer, [prompt(q) for q, _ in keys], [list(o) for _, o in keys], p.score_batch)
+    by_choice = {key: dict(zip(key[1], s.tolist())) for key, s in zip(keys, scores)}
+    vectors = {}
+    for name, items in updated.items():
+        table = [by_choice[(it.question, tuple(sorted(it.options)))] for it in items]
+        vectors[name] = np.array([max(range(len(it.options)), key=lambda j: row[it.options[j]]) == it.answer
+                                  for row, it in zip(table, items)])
+    return vectors
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 4. Contamination and the metrics
+# ----------------------------------------------------------------------------------------------------------------
 
 def fidelity(clean_original: np.ndarray, clean_updated: np.ndarray) -> float:
     """Share of questions where the clean model's outcome on the updated benchmark equals that on the original."""
@@ -401,41 +403,61 @@ def resistance(clean_updated: np.ndarray, conta_updated: np.ndarray) -> float:
 
 
 def recipes(p: Params) -> dict[str, int]:
-    """The paper's two contamination recipes, as fine-tuning epochs on the original benchmark."""
+    """The paper's two contamination recipes, as LoRA fine-tuning epochs on the original benchmark."""
     return {"mild": p.mild_epochs, "intensive": p.intensive_epochs}
 
 
-def run_seed(p: Params, seed: int, benchmark: Benchmark) -> list[dict]:
-    """One seed: train the clean model, contaminate a copy with each recipe (and fine-tune another copy on the
-    placebo items, the no-benchmark-exposure control), take every evaluation vector and score each strategy.
+def steps_for(p: Params, epochs: int, n_texts: int) -> int:
+    return math.ceil(epochs * n_texts / p.batch_size)
 
-    Returns one row per (recipe, strategy, family) with ``family`` "all" for the whole benchmark: fidelity,
-    resistance, the placebo's "resistance", the random guesser's fidelity, and the aggregate accuracies the paper
-    criticises (accuracy drop, accuracy matching).
+
+def run_seed(p: Params, seed: int) -> dict[str, list[dict]]:
+    """One seed: draw the benchmark and its updates, score them with the clean model, contaminate it by LoRA on
+    the original benchmark (mild: the first ``mild_epochs``, intensive: the same run continued to
+    ``intensive_epochs``), and fine-tune a fresh copy with the intensive recipe on the placebo items (the same
+    training, no benchmark exposure); score every model on every updated benchmark.
+
+    Returns ``scores``: one row per (recipe, strategy, family), ``family`` "all" for the whole benchmark (fidelity,
+    resistance, the placebo's "resistance", the random guesser's fidelity, the aggregate accuracies the paper
+    criticises), and ``training``: one row per fine-tune (steps, first and last loss).
     """
-    with torch_single_thread():
-        with torch_seeded(seed):
-            clean = Scorer(benchmark.train.X.shape[-1], p.hidden)
-        fit(clean, benchmark.train, p, p.clean_epochs, seed)
-        vanilla = benchmark.updated[VANILLA]
-        clean_vectors = {name: correct(clean, data) for name, data in benchmark.updated.items()}
-        guesser = numpy_rng(seed, 3)
-        random_vectors = {name: guesser.integers(0, (data.X[..., -1] == 0).sum(dim=1).numpy()) == data.y.numpy()
-                          for name, data in benchmark.updated.items()}
-        rows = []
-        for recipe, epochs in recipes(p).items():
-            contaminated = fit(copy.deepcopy(clean), vanilla, p, epochs, seed + 10_000)
-            placebo = fit(copy.deepcopy(clean), benchmark.placebo, p, epochs, seed + 10_000)
-            conta_original = correct(contaminated, vanilla)
-            for name, data in benchmark.updated.items():
-                vectors = {"clean_original": clean_vectors[VANILLA], "clean_updated": clean_vectors[name],
-                           "conta_original": conta_original, "conta_updated": correct(contaminated, data),
-                           "placebo_updated": correct(placebo, data), "random_original": random_vectors[VANILLA],
-                           "random_updated": random_vectors[name]}
-                for family in ("all", *FAMILIES):
-                    rows.append({"seed": seed, "recipe": recipe, "strategy": name, "family": family,
-                                 **score(vectors, data.family == family if family != "all" else slice(None))})
-    return rows
+    benchmark = make_benchmark(p, seed)
+    updated, vanilla = benchmark.updated, benchmark.updated[VANILLA]
+    model, tokenizer = P.load(p.model)
+    clean = evaluation_vectors(model, tokenizer, updated, p)
+
+    texts, contaminated, training, done = [contamination_text(it) for it in vanilla], {}, [], 0
+    adapted = P.add_lora(model, rank=p.lora_rank, seed=seed)
+    for recipe, epochs in recipes(p).items():  # the intensive recipe continues the mild one's run
+        steps = steps_for(p, epochs, len(texts)) - done
+        losses = P.lora_train(adapted, tokenizer, texts, steps, p.lr, seed=seed + 1000 * done, batch_size=p.batch_size)
+        done += steps
+        contaminated[recipe] = evaluation_vectors(model, tokenizer, updated, p)
+        training.append({"seed": seed, "run": recipe, "steps": done, "first_loss": losses[0], "last_loss": losses[-1]})
+
+    model, tokenizer = P.load(p.model)
+    placebo_texts = [contamination_text(it) for it in benchmark.placebo]
+    adapted, losses = P.lora_finetune(model, tokenizer, placebo_texts, steps_for(p, p.intensive_epochs, len(texts)),
+                                      lr=p.lr, rank=p.lora_rank, seed=seed, batch_size=p.batch_size)
+    placebo = evaluation_vectors(model, tokenizer, updated, p)
+    training.append({"seed": seed, "run": "placebo", "steps": len(losses), "first_loss": losses[0],
+                     "last_loss": losses[-1]})
+
+    guesser = numpy_rng(seed, 3)
+    random = {name: guesser.integers(0, [len(it.options) for it in items]) == [it.answer for it in items]
+              for name, items in updated.items()}
+    families = np.array([it.family for it in vanilla])
+    rows = []
+    for recipe in recipes(p):
+        for name in updated:
+            vectors = {"clean_original": clean[VANILLA], "clean_updated": clean[name],
+                       "conta_original": contaminated[recipe][VANILLA], "conta_updated": contaminated[recipe][name],
+                       "placebo_updated": placebo[name], "random_original": random[VANILLA],
+                       "random_updated": random[name]}
+            for family in ("all", *FAMILIES):
+                rows.append({"seed": seed, "recipe": recipe, "strategy": name, "family": family,
+                             **score(vectors, families == family if family != "all" else slice(None))})
+    return {"scores": rows, "training": training}
 
 
 def score(v: dict[str, np.ndarray], rows: np.ndarray | slice) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -10,18 +10,21 @@ from tasks.contract import Distinct, Increasing, PaperParams
 
 
 class Params(PaperParams):
-    # the synthetic multiple-choice world: three "benchmarks" (capitals, word categories, two-digit sums)
-    train_per_family: int = Field(ge=4, description="'pretraining' items per benchmark family the clean model is trained on")
-    bench_per_family: int = Field(ge=4, description="benchmark items per family: the contamination target")
-    placebo_per_family: int = Field(ge=4, description="held-out items per family for the placebo fine-tune (no benchmark exposure)")
-    # the 'LLM': frozen all-MiniLM-L6-v2 + a trainable scoring MLP over [e_q, e_c, e_q*e_c, position]
-    hidden: int = Field(ge=4, le=2048, description="width of the scoring MLP's hidden layer")
-    lr: float = Field(gt=0, lt=1, description="Adam learning rate (clean training and contamination fine-tuning)")
-    batch_size: int = Field(ge=1, description="items per Adam step")
-    clean_epochs: int = Field(ge=1, description="epochs of the clean model on the training split")
+    model: Literal["smollm2-135m-instruct", "gemma3-270m"] = Field(
+        description="the pretrained language model (tasks.pretrained): clean as loaded, contaminated by LoRA")
+    # the multiple-choice benchmark: three families (capitals, word categories, one-digit sums), drawn per seed
+    bench_per_family: int = Field(ge=4, description="benchmark items per family: the contamination target (the "
+                                                    "placebo fine-tune gets as many held-out items)")
+    score_batch: int = Field(ge=1, description="prompts per scoring forward (a speed knob; scores do not depend on it "
+                                               "beyond float rounding)")
+    # contamination: LoRA on the original benchmark's question + answer texts
+    lora_rank: int = Field(ge=1, le=64, description="LoRA rank (q_proj, v_proj)")
+    lr: float = Field(gt=0, lt=1, description="AdamW learning rate of the LoRA fine-tunes")
+    batch_size: int = Field(ge=1, description="texts per fine-tuning step")
     # the paper's two contamination recipes: fine-tune on the original benchmark for this many epochs
     mild_epochs: int = Field(ge=1, description="contamination epochs of the mild recipe")
-    intensive_epochs: int = Field(ge=1, description="contamination epochs of the intensive recipe")
+    intensive_epochs: int = Field(ge=1, description="contamination epochs of the intensive recipe (the mild run "
+                                                    "continued; also the placebo fine-tune's length)")
     # mitigation rules
     typo_rates: Annotated[list[Annotated[float, Field(gt=0, le=1)]], Distinct, Increasing] = Field(
         min_length=1, description="RULE KNOB, swept: share of words (4+ letters) of a question that get a typo")
@@ -31,8 +34,10 @@ class Params(PaperParams):
     def _recipes_ordered(self) -> "Params":
         if self.intensive_epochs <= self.mild_epochs:
             raise ValueError(f"intensive_epochs ({self.intensive_epochs}) must exceed mild_epochs ({self.mild_epochs})")
+        if 3 * self.bench_per_family < self.batch_size:
+            raise ValueError("a fine-tuning batch must not exceed the benchmark (3 * bench_per_family)")
         return self
 
 
-SMOKE = {"seeds": 3, "train_per_family": 24, "bench_per_family": 8, "placebo_per_family": 8, "hidden": 32,
-         "clean_epochs": 5, "intensive_epochs": 5, "typo_rates": [0.3]}
+SMOKE = {"seeds": 2, "bench_per_family": 4, "mild_epochs": 1, "intensive_epochs": 2, "batch_size": 8,
+         "typo_rates": [0.5]}
