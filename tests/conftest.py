@@ -1,6 +1,8 @@
+import ipaddress
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +27,35 @@ def params_for(slug: str, smoke: bool = True, **overrides):
     return model.model_validate({**section, **(smoke_values if smoke else {}), **overrides})
 
 
+def _loopback(address) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:   # a host name: it would need the network to resolve
+        return False
+
+
 @pytest.fixture(scope="session", autouse=True)
-def prefect_harness():
+def no_network():
+    """Nothing a test runs in this process reaches beyond the machine: a TCP/UDP connection to any address but
+    loopback (the Prefect API, Dask) raises. Every paper's smoke run (tests/test_papers.py) thereby shows that
+    its data, its models (tasks/pretrained.py) and its run need no network."""
+    connect = socket.socket.connect
+
+    def loopback_only(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            raise OSError(f"network access in a test: {address!r} (only loopback is allowed)")
+        return connect(sock, address)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", loopback_only)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_harness(no_network):
     """One temporary Prefect API for the whole session (starting one costs ~14 s)."""
     from prefect.testing.utilities import prefect_test_harness
 

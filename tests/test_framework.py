@@ -308,3 +308,15 @@ def test_optimiser_warm_up_leaves_dynamo_imported():
             "before = 'torch._dynamo' in sys.modules; warm_up_optimiser(); print(before, 'torch._dynamo' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "True"]
+
+
+def test_the_test_session_refuses_the_network_beyond_loopback():
+    """conftest's guard, on which the smoke runs' "no network" rests: refuses an outside address, allows loopback."""
+    import socket
+
+    with socket.socket() as outside, pytest.raises(OSError, match="only loopback"):
+        outside.connect(("192.0.2.1", 80))   # TEST-NET-1, never routed
+    with socket.socket() as server, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        client.connect(server.getsockname())
