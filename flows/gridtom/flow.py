@@ -14,6 +14,7 @@ import pandas as pd
 from flows.gridtom import method
 from flows.gridtom.params import SMOKE, Params
 from tasks.contract import RunContext
+from tasks.data import save_parquet
 from tasks.experiment import over_seeds, paper_experiment
 
 
@@ -21,6 +22,12 @@ from tasks.experiment import over_seeds, paper_experiment
 def gridtom_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
     """Probing and steering a pretrained LM on text GridToM stories, per seed."""
     rows = over_seeds(method.run_seed, ctx.seeds, p=params)
+    stories = [{"seed": seed, "split": split, "false_belief_text": story.text(True),
+                "true_belief_text": story.text(False), "first_room": story.first, "last_room": story.last}
+               for seed in ctx.seeds
+               for split, drawn in zip(("probe", "validation", "test"), method.seed_stories(params, seed))
+               for story in drawn]
+    save_parquet(pd.DataFrame(stories), ctx.data_dir / "stories.parquet")   # the dataset: every seed's stories
     return {
         "accuracy": pd.DataFrame([{"seed": r["seed"], "condition": c, "split": s, "accuracy": v,
                                    "margin": r["margin"][c][s]}

@@ -273,13 +273,18 @@ def _margin(logp: torch.Tensor) -> float:
     return float((logp[:, 0] - logp[:, 1]).mean())
 
 
+def seed_stories(p: Params, seed: int) -> tuple[list[Story], list[Story], list[Story]]:
+    """A seed's probe, validation and test stories."""
+    rng = numpy_rng(seed, STREAM_STORIES)
+    return tuple(draw_stories(n, rng) for n in (p.n_probe, p.n_val, p.n_test))
+
+
 def run_seed(p: Params, seed: int) -> dict:
     """One seed: fresh stories split into probe / validation / test, per-head probes, (K, alpha) chosen on
     validation, then every intervention and control scored on the test stories."""
     model, tokenizer = P.load(p.model)    # a fresh model per seed: hooks live on the module
     layout = Heads.of(model)
-    rng = numpy_rng(seed, STREAM_STORIES)
-    probe_stories, val_stories, test_stories = (draw_stories(n, rng) for n in (p.n_probe, p.n_val, p.n_test))
+    probe_stories, val_stories, test_stories = seed_stories(p, seed)
     scored = lambda stories, fb, question, edits, read=False: score_under_edits(
         model, tokenizer, prompts(tokenizer, stories, fb, question), edits, p.batch_size, read)
 
