@@ -7,6 +7,7 @@ import pytest
 import torch
 from conftest import params_for
 
+from flows.proxy_pref_sample_complexity import evaluate as E
 from flows.proxy_pref_sample_complexity import method as M
 from flows.proxy_pref_sample_complexity.params import SMOKE, Params
 
@@ -201,14 +202,18 @@ def test_crossing_n_interpolates_in_log_log():
     assert M.crossing_n([10, 100, 1000], [1.0, 0.1, 0.5], 0.1)[0] == pytest.approx(100.0)
 
 
-def test_crossing_bootstrap_brackets_the_point_estimate():
+def test_crossing_interval_brackets_the_point_and_is_the_t_interval_for_a_flat_reference():
     rng = np.random.default_rng(0)
     sizes = np.array([10, 35, 100, 300, 1000])
     base = np.exp(-0.5 * np.log(sizes))[None] * np.exp(rng.normal(0, 0.1, (10, 5)))
     ref = np.full((10, 5), 0.1) * np.exp(rng.normal(0, 0.1, (10, 5)))
-    out = M.crossing_bootstrap(sizes, base, ref, ref_index=1, n_boot=300)
-    assert out["ci_low"] <= out["mean"] <= out["ci_high"] and out["matched_within_grid"] == 1
+    out = E._crossing(sizes, base, ref, ref=1)
+    assert out["ci_low"] < out["mean"] < out["ci_high"] and out["matched_within_grid"] == 1
     assert 30 < out["mean"] < 300                          # the noiseless crossing is at n = 100
+    # a baseline reached at once on every seed: no spread, the interval is the point
+    flat = E._crossing(sizes, np.full((4, 5), 0.01), ref[:4], ref=1)
+    assert (flat["ci_low"], flat["mean"], flat["ci_high"]) == (10.0, 10.0, 10.0)
+    assert np.isnan(E._crossing(sizes, base[:1], ref[:1], ref=1)["ci_low"])   # one seed: no interval
 
 
 # ---------------------------------------------------------------------------- determinism

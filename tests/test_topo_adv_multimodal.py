@@ -193,10 +193,6 @@ def test_monotonicity_statistics_on_a_synthetic_sweep():
     assert len(table) == 5 * 4
 
 
-def test_second_best_needs_two_attacks():
-    aligned = {"fgsm": np.ones(5), "pgd": np.full(5, 0.2), "pgd_targeted": np.full(5, 0.5)}
-    out = evaluate._second_best(aligned)
-    assert out == {"value": 0.5, "ci_low": 0.5, "ci_high": 0.5}
 
 
 def test_detection_rates_and_paired_gains():

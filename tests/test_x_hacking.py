@@ -3,10 +3,12 @@ the redundancy measure on known cases, the speed-up statistic, and determinism o
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 from conftest import params_for
 from sklearn.linear_model import LogisticRegression
 from sklearn.tree import DecisionTreeClassifier
 
+from flows.x_hacking import evaluate
 from flows.x_hacking import method as m
 
 SETTINGS = dict(n_targets=2, n_trials=10, tpe_startup_trials=4, share_factor=0.5, test_size=0.2, val_fraction=0.25,
@@ -96,16 +98,19 @@ def test_binarise_targets():
 
 
 def test_speedup_summary_on_a_hand_made_case():
-    """Pair A: medians 20 vs 10 -> 2; pair B: 4 vs 1 -> 4; pair C never succeeds (not susceptible).
-    Geometric mean sqrt(2 * 4)."""
+    """Pair A: per-seed ratios 2, 2, 3 (medians 20 vs 10 -> 2); pair B: 4 vs 1 -> 4 on every seed; pair C never
+    succeeds (not susceptible). Per seed the mean log ratio is log(sqrt(8)), log(sqrt(8)), log(sqrt(12)): the
+    headline is their exponentiated mean, and the interval the exponentiated t interval of those logs."""
     B = 30
     spec = {("A", 1): ([10, 20, 30], [5, 10, 10]), ("B", 1): ([4, 4, 4], [1, 1, 1]), ("C", 1): ([31] * 3, [31] * 3)}
     runs = [{"dataset": d, "rank": r, "seed": s, "searcher": name, "trials_to_success": tts[i]}
             for (d, r), pair in spec.items() for name, tts in zip(("random", "bo"), pair) for i, s in enumerate(range(3))]
-    out = m.speedup_summary(runs, B, min_success_rate=0.5, n_boot=200, seed=0)
+    out = evaluate.speedup_summary(runs, B, min_success_rate=0.5)
     assert out["n_susceptible"] == 2
-    assert out["geomean"] == pytest.approx(np.sqrt(8.0))
-    assert out["ci_low"] <= out["geomean"] <= out["ci_high"]
+    logs = np.log([np.sqrt(8.0), np.sqrt(8.0), np.sqrt(12.0)])
+    assert out["geomean"] == pytest.approx(np.exp(logs.mean()))
+    half = sps.t.ppf(0.975, 2) * logs.std(ddof=1) / np.sqrt(3)
+    assert (out["ci_low"], out["ci_high"]) == pytest.approx(np.exp([logs.mean() - half, logs.mean() + half]))
     by = {p["dataset"]: p for p in out["pairs"]}
     assert by["A"]["ratio"] == pytest.approx(2.0) and not by["C"]["susceptible"]
 
@@ -115,7 +120,7 @@ def test_speedup_censored_fraction_counts_searches_where_either_searcher_failed(
     spec = {("A", 1): ([10, 31, 31], [5, 10, 31]), ("C", 1): ([31] * 3, [31] * 3)}
     runs = [{"dataset": d, "rank": r, "seed": s, "searcher": name, "trials_to_success": tts[i]}
             for (d, r), pair in spec.items() for name, tts in zip(("random", "bo"), pair) for i, s in enumerate(range(3))]
-    out = m.speedup_summary(runs, B, min_success_rate=0.5, n_boot=50, seed=0)
+    out = evaluate.speedup_summary(runs, B, min_success_rate=0.5)
     assert out["n_susceptible"] == 1                     # C is not susceptible and not counted
     assert out["censored"] == pytest.approx(2 / 3)       # seeds 1 and 2 of A have a censored searcher
 

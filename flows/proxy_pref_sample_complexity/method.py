@@ -424,21 +424,3 @@ def crossing_n(sizes: np.ndarray, curve: np.ndarray, target: float) -> tuple[flo
     ln, lk = np.log(sizes[j - 1:j + 1]), np.log(curve[j - 1:j + 1])
     frac = (np.log(target) - lk[0]) / (lk[1] - lk[0])
     return float(np.exp(ln[0] + frac * (ln[1] - ln[0]))), True
-
-
-def crossing_bootstrap(sizes: np.ndarray, baseline: np.ndarray, reference: np.ndarray, ref_index: int,
-                       n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict[str, float]:
-    """``crossing_n`` of the seed-mean baseline curve at the seed-mean reference KL at ``ref_index``,
-    with a percentile-bootstrap interval over seeds (seeds resampled jointly for both learners).
-
-    ``baseline``, ``reference``: (n_seeds, G) KL per seed and grid point.
-    """
-    baseline, reference = np.asarray(baseline, dtype=float), np.asarray(reference, dtype=float)
-    n_star, matched = crossing_n(sizes, baseline.mean(axis=0), reference[:, ref_index].mean())
-    out = {"mean": n_star, "matched_within_grid": int(matched), "ci_low": n_star, "ci_high": n_star}
-    if baseline.shape[0] > 1:
-        idx = np.random.default_rng(seed).integers(0, baseline.shape[0], size=(n_boot, baseline.shape[0]))
-        boot = np.array([crossing_n(sizes, baseline[i].mean(axis=0), reference[i, ref_index].mean())[0] for i in idx])
-        alpha = (1.0 - confidence) / 2.0
-        out["ci_low"], out["ci_high"] = (float(q) for q in np.quantile(boot, [alpha, 1.0 - alpha]))
-    return out

@@ -377,7 +377,7 @@ def control_trials_to_success(success: Sequence[bool], budget: int, startup: int
 
 
 def control_runs(runs: list[dict], trials: list[dict], budget: int, startup: int) -> list[dict]:
-    """Runs for :func:`speedup_summary` in which BO is replaced by the control searcher of
+    """Runs for :func:`flows.x_hacking.evaluate.speedup_summary` in which BO is replaced by the control searcher of
     :func:`control_trials_to_success` (labelled ``bo``), built from random sampling's trials."""
     random_runs = [r for r in runs if r["searcher"] == "random"]
     by_search: dict[tuple, list[tuple[int, bool]]] = {}
@@ -438,50 +438,6 @@ def run_unit(p: Params, dataset: str, seed: int, data_dir: str | None = None) ->
 # ----------------------------------------------------------------------------------------------
 # 7. Statistics over seeds
 # ----------------------------------------------------------------------------------------------
-def _tts_table(runs: list[dict]) -> pd.DataFrame:
-    """(dataset, rank) x seed table of trials-to-success, one column per searcher."""
-    frame = pd.DataFrame([r for r in runs if not r["dataset"].startswith("synth_r")])
-    return frame.pivot_table(index=["dataset", "rank", "seed"], columns="searcher",
-                             values="trials_to_success", aggfunc="first")
-
-
-def speedup_summary(runs: list[dict], budget: int, min_success_rate: float = 0.5,
-                    n_boot: int = 2000, seed: int = 0) -> dict:
-    """The paper's speed-up statistic over (dataset, target) pairs searched by both searchers.
-
-    A pair is *susceptible* when either searcher succeeds within ``budget`` in at least
-    ``min_success_rate`` of the seeds. Per susceptible pair: median trials-to-success (random)
-    / median trials-to-success (BO), censored runs counted as budget+1. Headline: the geometric
-    mean over susceptible pairs, with a percentile bootstrap interval that resamples seeds
-    (the same seeds for every pair). NaN when no pair is susceptible. ``censored``: the fraction of
-    (susceptible pair, seed) searches where either searcher never succeeded within the budget (its
-    time is then the censoring value budget + 1, so the ratio is partly a ratio of budgets).
-    """
-    table = _tts_table(runs).dropna()
-    pairs, ratios, censored = [], [], []
-    for (dataset, rank), block in table.groupby(level=["dataset", "rank"]):
-        rnd, bo = block["random"].to_numpy(float), block["bo"].to_numpy(float)
-        rate = float(np.mean(np.minimum(rnd, bo) <= budget))
-        ratio = float(np.median(rnd) / np.median(bo))
-        pairs.append({"dataset": dataset, "rank": int(rank), "success_rate_either": rate,
-                      "median_tts_random": float(np.median(rnd)), "median_tts_bo": float(np.median(bo)),
-                      "ratio": ratio, "susceptible": rate >= min_success_rate})
-        if rate >= min_success_rate:
-            ratios.append((rnd, bo))
-            censored += (np.maximum(rnd, bo) > budget).tolist()
-    if not ratios:
-        return {"geomean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
-                "n_susceptible": 0, "censored": float("nan"), "pairs": pairs}
-    geo = float(np.exp(np.mean([np.log(np.median(r) / np.median(b)) for r, b in ratios])))
-    n_seeds = len(ratios[0][0])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_seeds, size=(n_boot, n_seeds))
-    logs = np.mean([np.log(np.median(r[idx], axis=1) / np.median(b[idx], axis=1)) for r, b in ratios], axis=0)
-    low, high = np.quantile(np.exp(logs), [0.025, 0.975])
-    return {"geomean": geo, "ci_low": float(low), "ci_high": float(high), "n_susceptible": len(ratios),
-            "censored": float(np.mean(censored)), "pairs": pairs}
-
-
 def spearman_null_quantile(x: Sequence[float], y: Sequence[float], q: float = 0.95, n_perm: int = 2000,
                            seed: int = 0) -> float:
     """The ``q`` quantile of Spearman(x permuted, y) over ``n_perm`` random permutations: the rank
