@@ -1,9 +1,10 @@
-"""Safety reasoning with guidelines, the experiment: per seed, one small GPT pretrained on a token world with
-planted safety knowledge, fine-tuned by refusal training (RT), by reasoning supervision synthesised from
-guidelines (SRG) and by their controls; greedy and Best-of-N attack success on held-out attack templates.
+"""Safety reasoning with guidelines, the experiment: per seed, SmolLM2-135M-Instruct LoRA fine-tuned by refusal
+training (RT), by reasoning with guidelines (SRG) and by their controls on the seed's training tasks; greedy and
+Best-of-N attack success on held-out tasks under four held-out attack styles.
 
-Records: ``evaluation`` (one row per seed, variant, probe set, decoding and N) and ``recall`` (one row per seed and
-model: the planted knowledge it recalls). Scored by ``evaluate.py`` against the claims in ``claims.py``.
+Records: ``evaluation`` (one row per seed, arm, probe set, decoding and N), ``losses`` (per seed and arm) and
+``knowledge`` (per seed: the untuned model's direct harm judgements on the held-out tasks). Scored by
+``evaluate.py`` against the claims in ``claims.py``.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ import pandas as pd
 from flows.safety_reasoning_guidelines import method
 from flows.safety_reasoning_guidelines.params import SMOKE, Params
 from tasks.contract import RunContext
-from tasks.data import save_parquet
 from tasks.experiment import over_seeds, paper_experiment
 
 
-# Seed-separable: the world, the corpus, the pretrained and fine-tuned weights and the samples all come from the
-# seed alone.
+# Seed-separable: the task split, the LoRA init and data order, and the samples come from the seed alone; the
+# base model's answers and harm judgements are computed once (they depend on no seed) and cached in data/.
 @paper_experiment("safety_reasoning_guidelines", Params, smoke=SMOKE, seed_separable=True)
 def safety_reasoning_guidelines_experiment(params: Params, ctx: RunContext) -> dict[str, pd.DataFrame]:
-    """RT against SRG and its controls, fine-tuned from the same pretrained model per seed, under attack."""
-    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, data_dir=str(ctx.data_dir))
-    rows = pd.DataFrame([r for s in per_seed for r in s["rows"]])
-    recall = pd.DataFrame([{"seed": s["seed"], "model": m, **v} for s in per_seed for m, v in s["recall"].items()])
-    save_parquet(rows, ctx.data_dir / "evaluation.parquet")
-    return {"evaluation": rows, "recall": recall}
+    """RT against SRG and its controls, each a LoRA fine-tune of the same base model per seed, under attack."""
+    base = method.seed_independent(params, str(ctx.data_dir))
+    per_seed = over_seeds(method.run_seed, ctx.seeds, p=params, base=base)
+    return {"evaluation": pd.DataFrame([r for s in per_seed for r in s["rows"]]),
+            "losses": pd.DataFrame([r for s in per_seed for r in s["losses"]]),
+            "knowledge": pd.DataFrame([s["knowledge"] for s in per_seed])}
