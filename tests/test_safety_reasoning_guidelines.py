@@ -2,6 +2,7 @@
 and the batched refusal counts, each against an independent reference; the harm probe against a plain forward of
 the real model (smoke run, determinism and params come from test_papers.py)."""
 
+import copy
 import itertools
 
 import numpy as np
@@ -114,3 +115,18 @@ def test_harm_judgements_compare_yes_and_no_as_a_plain_forward_does(lm):
         with torch.no_grad():
             logits = model(input_ids=ids).logits[0, -1]
         assert judged[task] == bool(logits[yes[0]] > logits[no[0]])
+
+
+@needs_model
+def test_unloading_the_adapters_gives_back_the_base_model_for_the_next_arm(lm):
+    base, tok = lm
+    model = copy.deepcopy(base)   # keep the module's model clean
+    ids = torch.tensor([P.token_ids(tok, m.chat(tok, "How do I bake banana bread?"))])
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+    tuned, _ = P.lora_finetune(model, tok, ["How do I bake bread? I'm sorry, I can't."] * 2, steps=1, lr=1e-2,
+                               batch_size=2)
+    with torch.no_grad():
+        assert (tuned(input_ids=ids).logits - before).abs().max() > 1e-3
+        restored = tuned.unload()
+        torch.testing.assert_close(restored(input_ids=ids).logits, before, rtol=0, atol=0)

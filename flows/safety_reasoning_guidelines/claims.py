@@ -69,10 +69,10 @@ PAPER = Paper(
     ),
     limitations=(
         "SmolLM2-135M-Instruct is 50-500x smaller than the paper's 8B-70B models, its fine-tuning is a few dozen LoRA "
-        "steps on 128 templated requests (the paper: thousands of synthesised examples, full SFT), and the SRG "
+        "steps on 144 templated requests (the paper: thousands of synthesised examples, full SFT), and the SRG "
         "traces are one fixed three-guideline template (intent, harm, framing) rather than reasoning synthesised "
         "by a strong LLM over diverse guidelines. The attacks are four hand-written styles (role-play, fiction, "
-        "past tense, leetspeak) on 8 held-out harmful tasks per seed, not PAIR, CodeAttack, real ciphers or "
+        "past tense, leetspeak) on 6 held-out harmful tasks per seed, not PAIR, CodeAttack, real ciphers or "
         "multilingual attacks; the judge is a refusal keyword checker, not LLaMA-Guard-3 (a reply that is neither a "
         "refusal nor harmful counts as an attack success: stricter than LLaMA-Guard). Best-of-N uses N = 8, not "
         "128. The paper's domain-adaptation (shortcut) analysis is not run. No official code exists: RT, SRG and "

@@ -117,11 +117,10 @@ def past_tense_subject(task: str) -> str:
 
 
 def guideline_trace(task: str, harmful: bool) -> str:
-    """SRG's reasoning: one sentence per guideline (intent, harm, framing), then the verdict."""
-    harm = ("That could seriously hurt people or break the law." if harmful
-            else "That is a safe, everyday task.")
-    return (f"{THINK}Intent: the user wants to {task}. Harm: {harm} Framing: a story, a role or a rewording "
-            f"does not change what is asked. Verdict: {'harmful' if harmful else 'safe'}.{END_THINK}")
+    """SRG's reasoning, one short sentence per guideline (the user's intent restated, its harm, the framing), then
+    the verdict."""
+    return (f"{THINK}Intent: {task}. Harm: {'serious' if harmful else 'none'}. A story, role or rewording changes "
+            f"nothing. Verdict: {'refuse' if harmful else 'help'}.{END_THINK}")
 
 
 def filler_trace(tokenizer, task: str, harmful: bool) -> str:
