@@ -242,7 +242,7 @@ def pad(rows: Sequence[Sequence[int]], pad_id: int, side: str = "left") -> tuple
     return ids, mask
 
 
-def _positions(mask: torch.Tensor) -> torch.Tensor:
+def positions(mask: torch.Tensor) -> torch.Tensor:
     """Rotary positions that start at 0 at each row's first real token (left padding): (b, t)."""
     return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
@@ -250,63 +250,97 @@ def _positions(mask: torch.Tensor) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------ generation
 
 
-@torch.no_grad()
-def generate_ids(model, ids: torch.Tensor, mask: torch.Tensor, max_new_tokens: int, *, eos_id: int | Sequence[int],
-                 pad_id: int, seed: int | None = None, temperature: float | None = None,
-                 top_k: int | None = None) -> torch.Tensor:
-    """Continue left-padded ``ids`` (b, t) with attention ``mask`` (b, t) by up to ``max_new_tokens`` tokens.
-
-    One forward over the prompt, then one token per step reusing the key/value cache. ``seed`` None is greedy
-    (argmax; ``temperature`` must be None); an int samples from softmax(logits / ``temperature``) (default 1.0,
-    optionally restricted to the ``top_k`` most likely tokens) with a ``torch.Generator`` seeded by it, so the
-    same seed gives the same tokens. A row stops after its first eos; it is then filled with ``pad_id``.
-    Returns the new tokens only: (b, n) int64 with n <= max_new_tokens (generation stops once every row has).
-    """
-    if seed is None and temperature is not None:
-        raise ValueError("sampling needs a seed; seed=None is greedy decoding")
-    if seed is not None and temperature is not None and temperature <= 0:
-        raise ValueError("temperature must be positive (use seed=None for greedy)")
-    eos = torch.tensor([eos_id] if isinstance(eos_id, int) else list(eos_id))
-    generator = None if seed is None else torch_generator(seed)
-    temperature = 1.0 if temperature is None else temperature
-    model.eval()
-    out = []
-    done = torch.zeros(len(ids), dtype=torch.bool)
-    with torch_single_thread():
-        positions = _positions(mask)
-        result = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        cache, last_position = result.cache, positions[:, -1:]
-        for step in range(max_new_tokens):
-            logits = result.logits[:, -1].float()
-            if generator is None:
-                token = logits.argmax(dim=-1)
-            else:
-                logits = logits / temperature
-                if top_k is not None:
-                    threshold = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
-                    logits = logits.masked_fill(logits < threshold, -torch.inf)
-                token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)[:, 0]
-            token = torch.where(done, torch.full_like(token, pad_id), token)
-            out.append(token)
-            done |= torch.isin(token, eos)
-            if bool(done.all()) or step == max_new_tokens - 1:
-                break
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            last_position = last_position + 1
-            result = model(input_ids=token[:, None], attention_mask=mask, position_ids=last_position,
-                           cache=cache, use_cache=True)
-            cache = result.cache
-    return torch.stack(out, dim=1) if out else torch.zeros((len(ids), 0), dtype=torch.long)
-
-
-def _eos_ids(model, tokenizer) -> list[int]:
+def eos_ids(model, tokenizer) -> list[int]:
+    """Every id that ends a reply: the generation config's end-of-sequence ids and the tokenizer's."""
     configured = model.generation_config.eos_token_id
     ids = configured if isinstance(configured, list) else [configured] if configured is not None else []
     return sorted({*ids, tokenizer.eos_token_id} - {None})
 
 
+@torch.no_grad()
+def decode_cached(model, logits: torch.Tensor, cache, mask: torch.Tensor, last_position: torch.Tensor,
+                  max_new_tokens: int, *, stop_ids: Sequence[int] | torch.Tensor, pad_id: int,
+                  generator: torch.Generator | None = None, temperature: float = 1.0,
+                  top_k: int | None = None) -> torch.Tensor:
+    """The decoding loop after a first forward: ``logits`` (b, vocab) at each row's last position, its key/value
+    ``cache``, attention ``mask`` (b, t) and ``last_position`` (b, 1). Greedy with ``generator`` None, else sampled
+    from softmax(logits / ``temperature``) (optionally the ``top_k`` most likely tokens) with ``generator``.
+
+    A row stops after its first token in ``stop_ids`` and is filled with ``pad_id`` from then on. A stopped row
+    leaves the batch (its cache rows are dropped), so a batch costs only what its running rows cost; the sampler
+    still draws for every row of the batch (a stopped row as a certain ``pad_id``), so each running row gets the
+    draws it would get if stopped rows were kept. Returns the new tokens: (b, n) int64, n <= max_new_tokens
+    (decoding stops once every row has)."""
+    stops = torch.as_tensor(stop_ids, dtype=torch.long)
+    batch = len(logits)
+    rows = torch.arange(batch)            # the batch row of each row still running
+    out = torch.full((batch, max_new_tokens), pad_id, dtype=torch.long)
+    with torch_single_thread():
+        for step in range(max_new_tokens):
+            if generator is None:
+                token = logits.argmax(dim=-1)
+            else:
+                scaled = logits / temperature
+                if top_k is not None:
+                    threshold = scaled.topk(min(top_k, scaled.shape[-1]), dim=-1).values[:, -1:]
+                    scaled = scaled.masked_fill(scaled < threshold, -torch.inf)
+                probs = torch.zeros((batch, scaled.shape[-1]))
+                probs[:, pad_id] = 1.0
+                probs[rows] = torch.softmax(scaled, dim=-1)
+                token = torch.multinomial(probs, 1, generator=generator)[rows, 0]
+            out[rows, step] = token
+            running = ~torch.isin(token, stops)
+            if not bool(running.any()) or step == max_new_tokens - 1:
+                return out[:, :step + 1]
+            if not bool(running.all()):
+                keep = running.nonzero()[:, 0]
+                cache.batch_select_indices(keep)
+                rows, token, mask, last_position = rows[keep], token[keep], mask[keep], last_position[keep]
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+            last_position = last_position + 1
+            result = model(input_ids=token[:, None], attention_mask=mask, position_ids=last_position, cache=cache,
+                           use_cache=True)
+            cache, logits = result.cache, result.logits[:, -1].float()
+    return out[:, :0]
+
+
+@torch.no_grad()
+def generate_ids(model, ids: torch.Tensor, mask: torch.Tensor, max_new_tokens: int, *, eos_id: int | Sequence[int],
+                 pad_id: int, seed: int | None = None, temperature: float | None = None,
+                 top_k: int | None = None, repeats: int = 1) -> torch.Tensor:
+    """Continue left-padded ``ids`` (b, t) with attention ``mask`` (b, t) by up to ``max_new_tokens`` tokens,
+    ``repeats`` continuations per prompt (prompt-major rows).
+
+    One forward over the prompts (its key/value cache then copied ``repeats`` times), then one token per step
+    reusing the cache (:func:`decode_cached`). ``seed`` None is greedy (argmax; ``temperature`` must be None); an
+    int samples from softmax(logits / ``temperature``) (default 1.0, optionally restricted to the ``top_k`` most
+    likely tokens) with a ``torch.Generator`` seeded by it, so the same seed gives the same tokens, and the
+    prompts repeated ``repeats`` times with ``repeats=1`` give the same tokens as ``repeats``. A row stops after
+    its first eos; it is then filled with ``pad_id``. Returns the new tokens only: (b * repeats, n) int64 with
+    n <= max_new_tokens.
+    """
+    if seed is None and temperature is not None:
+        raise ValueError("sampling needs a seed; seed=None is greedy decoding")
+    if seed is not None and temperature is not None and temperature <= 0:
+        raise ValueError("temperature must be positive (use seed=None for greedy)")
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    model.eval()
+    with torch_single_thread():
+        position = positions(mask)
+        result = model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1)
+    cache = result.cache
+    if repeats > 1:
+        cache.batch_repeat_interleave(repeats)
+    return decode_cached(model, result.logits[:, -1].float().repeat_interleave(repeats, dim=0), cache,
+                         mask.repeat_interleave(repeats, dim=0), position[:, -1:].repeat_interleave(repeats, dim=0),
+                         max_new_tokens, stop_ids=[eos_id] if isinstance(eos_id, int) else list(eos_id),
+                         pad_id=pad_id, generator=None if seed is None else torch_generator(seed),
+                         temperature=1.0 if temperature is None else temperature, top_k=top_k)
+
+
 def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int, seed: int | None = None,
-             temperature: float | None = None, top_k: int | None = None) -> list[str]:
+             temperature: float | None = None, top_k: int | None = None, repeats: int = 1) -> list[str]:
     """The continuation of each prompt (text, without the prompt or special tokens), batched.
 
     ``prompts`` are raw text (wrap them with :func:`chat_prompt` for the instruction-tuned reply). ``seed`` None:
@@ -314,8 +348,9 @@ def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int, seed
     :func:`generate_ids`.
     """
     ids, mask = encode(tokenizer, prompts, side="left")
-    new = generate_ids(model, ids, mask, max_new_tokens, eos_id=_eos_ids(model, tokenizer),
-                       pad_id=tokenizer.pad_token_id, seed=seed, temperature=temperature, top_k=top_k)
+    new = generate_ids(model, ids, mask, max_new_tokens, eos_id=eos_ids(model, tokenizer),
+                       pad_id=tokenizer.pad_token_id, seed=seed, temperature=temperature, top_k=top_k,
+                       repeats=repeats)
     return tokenizer.batch_decode(new, skip_special_tokens=True)
 
 
@@ -329,7 +364,7 @@ def token_logprobs(model, ids: torch.Tensor, mask: torch.Tensor | None = None) -
     mask = torch.ones_like(ids) if mask is None else mask
     model.eval()
     with torch_single_thread():
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=_positions(mask)).logits[:, :-1].float()
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask)).logits[:, :-1].float()
     picked = torch.log_softmax(logits, dim=-1).gather(2, ids[:, 1:, None])[:, :, 0]
     return picked * mask[:, 1:]
 

@@ -81,7 +81,7 @@ def test_greedy_batch_with_cache_equals_argmax_of_full_forwards(lm):
     n = 5
     ids, mask = P.encode(tok, prompts)
     assert len(set(mask.sum(1).tolist())) > 1   # the prompts really are padded differently
-    fast = P.generate_ids(model, ids, mask, n, eos_id=P._eos_ids(model, tok), pad_id=tok.pad_token_id)
+    fast = P.generate_ids(model, ids, mask, n, eos_id=P.eos_ids(model, tok), pad_id=tok.pad_token_id)
     for row, prompt in enumerate(prompts):
         seq = torch.tensor([P.token_ids(tok, prompt)])
         slow = []
@@ -105,6 +105,32 @@ def test_sampling_is_reproducible_under_a_seed_and_varies_across_seeds(lm):
     assert len(others) > 1
     with pytest.raises(ValueError, match="seed"):
         P.generate(model, tok, prompts, 2, temperature=0.7)
+
+
+def test_a_stopped_row_leaves_the_batch_without_changing_the_others(lm):
+    """decode_cached drops a row once it stops; the other rows get the tokens (greedy) and the draws (sampled)
+    they get when it never stops, and the stopped row is padded after its stop token."""
+    model, tok = lm
+    prompts = [P.chat_prompt(tok, q) for q in QUESTIONS[:2]]
+    ids, mask = P.encode(tok, prompts)
+    pad = tok.pad_token_id
+    for seed, temperature in ((None, None), (5, 1.0)):
+        free = P.generate_ids(model, ids, mask, 8, eos_id=[], pad_id=pad, seed=seed, temperature=temperature)
+        stop = next(t for t in free[0, 1:].tolist() if t not in free[1].tolist())   # only row 0 ever says it
+        at = free[0].tolist().index(stop)
+        stopped = P.generate_ids(model, ids, mask, 8, eos_id=stop, pad_id=pad, seed=seed, temperature=temperature)
+        assert stopped[0].tolist() == free[0, :at + 1].tolist() + [pad] * (7 - at)
+        assert stopped[1].tolist() == free[1].tolist()
+
+
+def test_repeats_copy_one_prompt_forward_and_equal_the_repeated_prompts(lm):
+    model, tok = lm
+    prompts = [P.chat_prompt(tok, q) for q in QUESTIONS[:2]]
+    repeated = P.generate(model, tok, prompts, 6, seed=3, temperature=1.0, repeats=3)
+    assert repeated == P.generate(model, tok, [q for q in prompts for _ in range(3)], 6, seed=3, temperature=1.0)
+    assert len(set(repeated[:3])) > 1                               # the copies are sampled independently
+    with pytest.raises(ValueError, match="repeats"):
+        P.generate(model, tok, prompts, 2, repeats=0)
 
 
 def test_token_logprobs_and_sequence_scores(lm):
@@ -185,7 +211,7 @@ def test_gemma_loads_and_its_cached_batched_greedy_equals_full_forwards(gemma):
     prompts = ["The capital of France is", "Water is made of hydrogen and oxygen, and ice is"]
     ids, mask = P.encode(tok, prompts)
     assert len(set(mask.sum(1).tolist())) > 1
-    fast = P.generate_ids(model, ids, mask, 4, eos_id=P._eos_ids(model, tok), pad_id=tok.pad_token_id)
+    fast = P.generate_ids(model, ids, mask, 4, eos_id=P.eos_ids(model, tok), pad_id=tok.pad_token_id)
     for row, prompt in enumerate(prompts):
         seq = torch.tensor([P.token_ids(tok, prompt)])
         with torch.no_grad():
@@ -193,6 +219,11 @@ def test_gemma_loads_and_its_cached_batched_greedy_equals_full_forwards(gemma):
                 token = model(input_ids=seq, use_cache=False).logits[0, -1].argmax()
                 assert int(fast[row, step]) == int(token)
                 seq = torch.cat([seq, token.view(1, 1)], dim=1)
+    # its sliding-window cache also lets a stopped row leave the batch
+    first = int(fast[0, 0])
+    assert first not in fast[1].tolist()
+    stopped = P.generate_ids(model, ids, mask, 4, eos_id=first, pad_id=tok.pad_token_id)
+    assert stopped[0].tolist() == [first] + [tok.pad_token_id] * 3 and torch.equal(stopped[1], fast[1])
     with torch.no_grad(), P.read_residual(model, [5]) as seen:
         hidden = model(input_ids=seq, output_hidden_states=True).hidden_states
     torch.testing.assert_close(seen[5][0], hidden[6], rtol=0, atol=0)

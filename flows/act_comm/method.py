@@ -302,7 +302,7 @@ def last_token_states(model_a, tok_a, prompts: list[str], layers: list[int], bat
 
 def nl_messages(model_a, tok_a, prompts: list[str], max_new: int, batch_size: int) -> tuple[list[str], list[int]]:
     """A's greedy message after each prompt (text) and the number of tokens A decoded (eos included)."""
-    eos = set(P._eos_ids(model_a, tok_a))
+    eos = set(P.eos_ids(model_a, tok_a))
     messages, decoded = [], []
     for start in range(0, len(prompts), batch_size):
         ids, mask = P.encode(tok_a, prompts[start:start + batch_size])

@@ -300,7 +300,7 @@ def yes_no_margin(model, tokenizer, prompts: Sequence[str], batch: int = 16) -> 
         for start in range(0, len(order), batch):
             idx = order[start:start + batch]
             ids, mask = P.pad([encoded[i] for i in idx], tokenizer.pad_token_id, side="left")
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=P._positions(mask),
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=P.positions(mask),
                            logits_to_keep=1).logits[:, -1].float()
             logp = torch.log_softmax(logits, dim=-1)
             margin[idx] = (logp[:, yes[0]] - logp[:, no[0]]).numpy()

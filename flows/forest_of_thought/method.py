@@ -169,7 +169,8 @@ class PrefixLM:
     for ``tasks.pretrained``: :func:`tasks.pretrained.generate` and a next-token scorer after a cached prefix.)
 
     Rotary positions count real tokens only, so a left-padded suffix after the prefix sees the same positions
-    as the unpadded text (tested against :func:`tasks.pretrained.generate` on the full text). Batches are cut
+    as the unpadded text (tested against :func:`tasks.pretrained.generate` on the full text); decoding is
+    :func:`tasks.pretrained.decode_cached`. Batches are cut
     into chunks of ``chunk`` rows: the repeated prefix cache of a larger batch costs more than it saves."""
 
     model: object
@@ -183,7 +184,7 @@ class PrefixLM:
         if stop not in self._stops:
             texts = self.tok.batch_decode([[i] for i in range(len(self.tok))])
             self._stops[stop] = torch.tensor(sorted({i for i, t in enumerate(texts) if stop in t}
-                                                    | set(P._eos_ids(self.model, self.tok))))
+                                                    | set(P.eos_ids(self.model, self.tok))))
         return self._stops[stop]
 
     def _prefix(self, prefix: str):
@@ -202,7 +203,7 @@ class PrefixLM:
         cache.batch_repeat_interleave(len(suffixes))
         ids, mask = P.pad([P.token_ids(self.tok, s, bos=False) for s in suffixes], self.tok.pad_token_id, "left")
         mask = torch.cat([torch.ones(len(suffixes), n_prefix, dtype=torch.long), mask], dim=1)
-        positions = (mask.cumsum(1) - 1).clamp(min=0)[:, n_prefix:]
+        positions = P.positions(mask)[:, n_prefix:]
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True,
                          logits_to_keep=1)
         return out, mask, positions[:, -1:]
@@ -227,23 +228,11 @@ class PrefixLM:
         texts = []
         with torch_single_thread():
             for i in range(0, len(suffixes), self.chunk):
-                batch = suffixes[i:i + self.chunk]
-                new, done = [], torch.zeros(len(batch), dtype=torch.bool)
-                out, mask, position = self._start(prefix, batch)
-                for step in range(max_new_tokens):
-                    logits = out.logits[:, -1].float()
-                    token = (logits.argmax(-1) if generator is None else
-                             torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator)[:, 0])
-                    token = torch.where(done, torch.full_like(token, self.tok.pad_token_id), token)
-                    new.append(token)
-                    done |= torch.isin(token, stops)
-                    if bool(done.all()) or step == max_new_tokens - 1:
-                        break
-                    mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-                    position = position + 1
-                    out = self.model(input_ids=token[:, None], attention_mask=mask, position_ids=position,
-                                     cache=out.cache, use_cache=True)
-                texts += self.tok.batch_decode(torch.stack(new, 1), skip_special_tokens=True)
+                out, mask, position = self._start(prefix, suffixes[i:i + self.chunk])
+                new = P.decode_cached(self.model, out.logits[:, -1].float(), out.cache, mask, position,
+                                      max_new_tokens, stop_ids=stops, pad_id=self.tok.pad_token_id,
+                                      generator=generator, temperature=temperature)
+                texts += self.tok.batch_decode(new, skip_special_tokens=True)
         return [t.split(stop)[0] for t in texts]
 
     def two_way(self, prefix: str, suffixes: Sequence[str], yes: str, no: str) -> np.ndarray:

@@ -238,56 +238,12 @@ def probes(split: Split) -> list[Probe]:
     return out
 
 
-@torch.no_grad()
-def generate_repeated(model, tokenizer, prompts: list[str], n: int, max_new: int, temperature: float | None = None,
-                      seed: int | None = None) -> list[str]:
-    """``n`` continuations of each prompt (prompt-major order), as ``P.generate`` gives for the prompts each
-    repeated ``n`` times, at a fraction of its CPU cost: one forward per distinct prompt (its key/value cache is
-    then copied ``n`` times), and a row leaves the batch once it has produced eos (``P.generate`` keeps computing
-    finished rows until every row is done; most refusals end after ~12 of ``max_new`` tokens). Greedy (seed None,
-    n = 1) gives ``P.generate``'s tokens up to float rounding; sampled rows draw from the same distributions, but
-    since finished rows no longer consume draws, the seeded generator's draws fall differently."""
-    ids, mask = P.encode(tokenizer, prompts, side="left")
-    eos = torch.tensor(P._eos_ids(model, tokenizer))
-    generator = None if seed is None else P.torch_generator(seed)
-    positions = P._positions(mask)
-    model.eval()
-    with P.torch_single_thread():
-        result = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        cache = result.cache
-        cache.batch_repeat_interleave(n)
-        logits = result.logits[:, -1].float().repeat_interleave(n, dim=0)
-        mask, last_position = mask.repeat_interleave(n, dim=0), positions[:, -1:].repeat_interleave(n, dim=0)
-        rows = torch.arange(len(prompts) * n)   # the output row of each row still in the batch
-        tokens: list[list[int]] = [[] for _ in range(len(rows))]
-        for step in range(max_new):
-            if generator is None:
-                token = logits.argmax(dim=-1)
-            else:
-                token = torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)[:, 0]
-            for row, t in zip(rows.tolist(), token.tolist()):
-                tokens[row].append(t)
-            running = ~torch.isin(token, eos)
-            if not bool(running.any()) or step == max_new - 1:
-                break
-            if not bool(running.all()):
-                keep = running.nonzero()[:, 0]
-                cache.batch_select_indices(keep)
-                rows, token, mask, last_position = rows[keep], token[keep], mask[keep], last_position[keep]
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            last_position = last_position + 1
-            result = model(input_ids=token[:, None], attention_mask=mask, position_ids=last_position, cache=cache,
-                           use_cache=True)
-            cache, logits = result.cache, result.logits[:, -1].float()
-    return tokenizer.batch_decode(tokens, skip_special_tokens=True)
-
-
 def refusal_counts(model, tokenizer, prompts: list[str], n: int, max_new: int, temperature: float | None,
                    seed: int | None) -> np.ndarray:
     """(len(prompts),) how many of ``n`` responses per prompt the checker reads as refusals (greedy: seed None,
     n = 1), and (len(prompts),) how many never closed their reasoning (open ``<think>``)."""
-    texts = generate_repeated(model, tokenizer, [chat(tokenizer, q) for q in prompts], n, max_new, temperature,
-                              seed)
+    texts = P.generate(model, tokenizer, [chat(tokenizer, q) for q in prompts], max_new, seed=seed,
+                       temperature=temperature, repeats=n)
     refused = np.array([is_refusal(t) for t in texts]).reshape(len(prompts), n).sum(axis=1)
     unclosed = np.array([THINK.strip() in t and END_THINK.strip() not in t for t in texts])
     return refused, unclosed.reshape(len(prompts), n).sum(axis=1)
