@@ -23,8 +23,8 @@ repro: setup  ## run every paper (DVC skips the unchanged ones) against one loca
 	PREFECT_API_URL=$(PREFECT_API) $(BIN)/paperflows repro
 	$(BIN)/paperflows list
 
-test: setup  ## the tests on every core (pytest-xdist; an idle worker steals queued tests from a busy one)
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+test: setup  ## the tests on every core (pytest-xdist; an idle worker steals queued tests from a busy one); the 25 slowest listed
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=25
 
 bench: setup
 	$(BIN)/python benchmarks/bench_harness.py
