@@ -42,7 +42,7 @@ def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Pat
         stages = evaluate_paper if rescore else run_paper
         stages(slug, params_file=params_file, out_root=out_root, overrides=[f"common.seed={base + offset}"])
         fresh = load_metrics(out_root / "results", slug)
-        record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"),
+        record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"), "params": fresh.get("params"),
                                   "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}
                                              for cid, result in fresh["claims"].items()}}
         atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)  # per paper: an interrupted run keeps them

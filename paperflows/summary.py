@@ -75,12 +75,14 @@ def load_robustness(results_root: Path) -> dict[str, Any]:
 
 
 def shifted_verdicts(robustness: dict[str, Any], slug: str, document: dict[str, Any] | None) -> dict[str, str]:
-    """``{claim: verdict}`` of the paper's robustness run, when that run used the same kernels as the committed
-    results (``document``, their metrics.json: the same fingerprint digest); empty when the paper was not rerun,
-    or was rerun under other kernels or an earlier layout of the verdict rules (a record without a fingerprint):
-    such flips would compare two setups."""
+    """``{claim: verdict}`` of the paper's robustness run, when that run used the same kernels and the same
+    params as the committed results (``document``, their metrics.json: the same fingerprint digest and paper
+    params); empty when the paper was not rerun, or was rerun under other kernels, other params (the paper's
+    experiment changed since) or an earlier layout of the verdict rules (a record without them): such flips
+    would compare two setups."""
     entry = robustness.get("papers", {}).get(slug)
-    if not entry or document is None or "claims" not in entry or entry.get("fingerprint") != document.get("fingerprint"):
+    if (not entry or document is None or "claims" not in entry
+            or any(entry.get(key) != document.get(key) for key in ("fingerprint", "params"))):
         return {}
     return {cid: claim["verdict"] for cid, claim in entry["claims"].items()}
 
@@ -117,8 +119,9 @@ def robustness_markdown(robustness: dict[str, Any], results_root: Path, slugs: S
              f"and the committed `metrics.json`. Every paper was rerun with `common.seed` shifted by {offset} (an "
              "offset fixed in code before any result was seen, never tuned), and each verdict compared with the "
              "committed one. A flip is not a failure of the code: it says how much a verdict depends on the seeds "
-             "drawn. A paper whose robustness record ran under other kernels or an earlier layout of the verdict "
-             "rules (another fingerprint digest, or none) reads *stale*: rerun `paperflows robustness` for it.\n",
+             "drawn. A paper whose robustness record ran under other kernels, other params (its experiment changed "
+             "since) or an earlier layout of the verdict rules (another fingerprint digest or params, or none) "
+             "reads *stale*: rerun `paperflows robustness` for it.\n",
              "| paper | claims that hold | sanity checks that hold | flips (committed → shifted seeds) |",
              "|---|---|---|---|"]
     totals = {"claim": [0, 0], "sanity": [0, 0]}

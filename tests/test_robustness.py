@@ -28,6 +28,7 @@ def test_robustness_reruns_at_shifted_seeds_and_marks_flips(tmp_path):
     document = json.loads(committed)
     claims = record["papers"][SLUG]["claims"]
     assert record["papers"][SLUG]["fingerprint"] == fresh["fingerprint"] == document["fingerprint"]
+    assert record["papers"][SLUG]["params"] == fresh["params"] == document["params"]
     assert claims == {cid: {"verdict": c["verdict"], "role": c["role"]} for cid, c in fresh["claims"].items()}
     assert json.loads((tmp_path / "results" / "robustness.json").read_text()) == record
     flips = [cid for cid, c in claims.items() if c["verdict"] != document["claims"][cid]["verdict"]]
@@ -99,13 +100,17 @@ def test_the_command_counts_flips_against_the_committed_verdicts(tmp_path, monke
 
 def test_a_record_from_other_kernels_or_rules_is_stale_not_a_flip(tmp_path):
     """A robustness record without the committed results' fingerprint digest (older layout, or other kernels)
-    would compare two setups: the paper reads stale, and no claim is marked as flipping."""
+    or params (the experiment changed since) would compare two setups: the paper reads stale, and no claim is
+    marked as flipping."""
     results = tmp_path / "results"
     _write_results(results, {"a": "reproduced", "b": "reproduced", "s": "reproduced"})
     old_layout = {"offset": 100, "papers": {"p": {"a": {"verdict": "inconclusive", "role": "claim"}}}}
     other_kernels = {"offset": 100, "papers": {"p": {"fingerprint": "f2", "claims": {
         "a": {"verdict": "inconclusive", "role": "claim"}}}}}
-    for record in (old_layout, other_kernels):
+    # the paper's experiment changed since (its params differ from the committed ones): another setup too
+    other_params = {"offset": 100, "papers": {"p": {"fingerprint": "f1", "params": {"model": "old"}, "claims": {
+        "a": {"verdict": "inconclusive", "role": "claim"}}}}}
+    for record in (old_layout, other_kernels, other_params):
         assert "| `p` | stale | | |" in robustness_markdown(record, results, ["p"])
         (results / "robustness.json").write_text(json.dumps(record))
         assert "flips" not in next(line for line in summary_markdown(results, ["p"]).splitlines()
