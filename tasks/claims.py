@@ -226,7 +226,13 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
     ci = _interval(metrics, claim.interval)
     result = verdict(claim, observed, ci)
     reasons: list[str] = []
-    if ci is not None and result == "inconclusive" and not any(math.isnan(v) for v in (observed, *ci)):
+    settings = metric_mapping(metrics, claim.per_setting) if claim.per_setting else None
+    if any(math.isnan(v) for v in (observed, *(ci or ()))):
+        undefined = [k for k, v in (settings or {}).items() if math.isnan(v)]
+        reasons.append(("no interval" if ci is not None and not math.isnan(observed) else "no value")
+                       + " (too few seeds, or a quantity undefined on some seeds"
+                       + (f"; undefined on {', '.join(undefined)})" if undefined else ")"))
+    elif ci is not None and result == "inconclusive":
         reasons.append("the interval touches or straddles the threshold")
 
     per_seed = metric_values(metrics, claim.per_seed) if claim.per_seed else None
@@ -256,10 +262,8 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
         result = "inconclusive"
         reasons.append(f"implementation: the method check {', '.join(unhealthy)} did not hold")
 
-    settings = reversed_settings = None
-    if claim.per_setting:
-        settings = metric_mapping(metrics, claim.per_setting)
-        reversed_settings = [k for k, v in settings.items() if not passes(claim.comparison, claim.threshold, v)]
+    reversed_settings = None if settings is None else [
+        k for k, v in settings.items() if not math.isnan(v) and not passes(claim.comparison, claim.threshold, v)]
 
     return ClaimResult(
         id=claim.id, role=claim.role, kind=claim.kind, metric=claim.metric, comparison=claim.comparison,

@@ -187,6 +187,17 @@ def test_a_reversal_on_one_dataset_is_reported_beside_the_verdict():
     assert result.settings == METRICS["per_dataset"]
 
 
+def test_an_undefined_interval_is_inconclusive_and_says_so():
+    nan = float("nan")
+    metrics = {**METRICS, "sparse": {"mean": 0.3, "ci_low": nan, "ci_high": nan},
+               "per_attack": {"a": 0.3, "b": nan, "c": -0.2}}
+    result = check_claim(effect(metric="sparse.mean", interval=("sparse.ci_low", "sparse.ci_high"),
+                                per_setting="per_attack"), metrics, 3)
+    assert result.verdict == "inconclusive" and result.reason.startswith("no interval") and "undefined on b" in result.reason
+    assert result.reversed_settings == ["c"], "an undefined setting is not a reversal"
+    assert check_claim(effect(metric="sparse.ci_low"), metrics, 3).reason.startswith("no value")
+
+
 def test_sanity_checks_are_never_counted_as_claims():
     sanity = Claim(id="identity", text="t", source="s", metric="effect.mean", comparison=">", threshold=0.0,
                    kind="exact", role="sanity")

@@ -253,7 +253,8 @@ def test_controls_are_the_same_statistics_on_the_condition_violating_proxy():
           "full_finetune": true_only, "proxy_only": true_only}
     c = claim_metrics(TINY.model_copy(update={"n_ref": 35, "baseline_prior_grid": []}), kl, sizes, 1)
     assert c["violated_kl_ratio_ref"]["mean"] == pytest.approx(np.mean(violated[:, 1] / true_only[:, 1]))
-    assert c["violated_win_fraction_ref"] == 0.25 and c["win_fraction_ref"] == 1.0
+    assert c["violated_win_fraction_ref"]["mean"] == 0.25 and c["win_fraction_ref"]["mean"] == 1.0
+    assert c["win_fraction_ref"]["ci_low"] == pytest.approx(0.025 ** (1 / 4))   # 4 of 4: Clopper-Pearson
     assert c["violated_n_match"]["mean"] == 10.0             # true-only beats the violated model from the start
     assert c["violated_n_match_over_ref"]["mean"] == pytest.approx(10 / 35)
     assert c["n_match_censored_fraction"] == 0.25

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 from conftest import BIN, read_metrics, sh, without_timings
-from test_dvc import set_smoke, status
+from test_dvc import CHEAP_PAPERS, set_smoke, status
 
 from paperflows.params import paper_slugs
 from paperflows.scaleout import expected_makespan_s, run_paper_stages, tree_digest
@@ -33,7 +33,7 @@ def test_a_worker_refuses_a_clone_with_other_code(repo_copy):
 
 def test_two_local_workers_commit_what_a_serial_run_writes(repo_copy):
     repo, env = repo_copy
-    first, second = paper_slugs()[:2]
+    first, second = CHEAP_PAPERS
     stages = [first, f"{first}-eval", second, f"{second}-eval"]
     set_smoke(repo / "params.yaml", [first, second])
     out = sh([str(BIN / "paperflows"), "repro", "--papers", f"{first},{second}", "--workers", "2"], repo, env)
