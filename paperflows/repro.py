@@ -140,7 +140,9 @@ def repro_scaled_out(slugs: Sequence[str], papers: Sequence[str], dask_address: 
 
     chosen = choose(papers, slugs) if papers else [s for s in stages_to_run(slugs) if not s.endswith(EVAL_SUFFIX)]
     started = time.monotonic()
-    failed = repro_on_dask(chosen, records_stage_seconds(chosen), dask_address, workers, echo=echo)
+    # chosen papers are forced and start afresh, as in a serial run; stale ones append to their stored records
+    failed = repro_on_dask(chosen, records_stage_seconds(chosen), dask_address, workers, echo=echo,
+                           fresh=bool(papers))
     done = [stage for slug in chosen if slug not in failed for stage in paper_stage_names(slug)]
     commit_stages(done)
     code = subprocess.run(_dvc(*the_rest(papers))).returncode

@@ -5,8 +5,9 @@ commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere), a
 tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
 (committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
 (``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
-folder, from scratch (as ``repro --papers`` does), and sends back the paper's ``data/``, ``records/`` and
-``results/`` folders as files. This machine puts each in place atomically as it arrives, then records every
+folder, and sends back the paper's ``data/``, ``records/`` and ``results/`` folders as files. A stale paper's task
+carries this checkout's stored records, so the worker runs only the seeds they lack (as a serial ``dvc repro``
+appends); papers chosen by name run from scratch (as ``repro --papers`` does). This machine puts each in place atomically as it arrives, then records every
 finished stage with one ``dvc commit`` (the outputs are those ``dvc repro`` would have written with the same code
 and params) and lets a last ``dvc repro`` bring the rest up to date. Without an address, ``workers`` local
 processes stand in for the machines (``paperflows repro --workers 2``).
@@ -49,25 +50,33 @@ def tree_digest(repo: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def run_paper_stages(slug: str, expected_tree: str, driver_repo: str) -> dict[str, dict[str, bytes]]:
-    """On a worker: the paper's records and evaluation commands, from scratch, into a scratch folder; returns
-    ``{folder: {relative path: bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params
-    differ from the driver's."""
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of every file under ``folder`` (empty when it does not exist)."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def run_paper_stages(slug: str, expected_tree: str, driver_repo: str,
+                     stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
+    """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
+    ``stored_records`` (the driver's ``records/<slug>`` files: seeds already made under the same key are kept,
+    as :func:`tasks.records.grow_plan` decides) or, when None, from scratch; returns ``{folder: {relative path:
+    bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params differ from the driver's."""
     repo = Path(os.environ.get(REPO_ENV, driver_repo))
     found = tree_digest(repo)
     if found != expected_tree:
         raise RuntimeError(f"the worker's clone {repo} is at {found}, the driver's at {expected_tree}: "
                            "check out the same code and params on every machine")
-    env = {**os.environ, FRESH_ENV: "1"}
+    env = {**os.environ, **({FRESH_ENV: "1"} if stored_records is None else {})}
     with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
+        for relative, content in (stored_records or {}).items():
+            (Path(scratch) / "records" / slug / relative).parent.mkdir(parents=True, exist_ok=True)
+            (Path(scratch) / "records" / slug / relative).write_bytes(content)
         for command in ("record", "evaluate"):
             done = subprocess.run([sys.executable, "-m", "paperflows", command, slug, "--out", scratch], cwd=repo,
                                   env=env, capture_output=True, text=True)
             if done.returncode:
                 raise RuntimeError(f"paperflows {command} {slug} failed on the worker:\n{done.stderr[-2000:]}")
-        return {folder: {str(path.relative_to(Path(scratch) / folder / slug)): path.read_bytes()
-                         for path in sorted((Path(scratch) / folder / slug).rglob("*")) if path.is_file()}
-                for folder in OUTPUT_FOLDERS}
+        return {folder: folder_files(Path(scratch) / folder / slug) for folder in OUTPUT_FOLDERS}
 
 
 def put_outputs(root: Path, slug: str, outputs: dict[str, dict[str, bytes]]) -> None:
@@ -92,9 +101,10 @@ def expected_makespan_s(durations: Sequence[float], machines: int) -> float:
 
 
 def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: str | None = None, workers: int = 2,
-                  root: Path = Path("."), echo: Callable[[str], None] = print) -> list[str]:
+                  root: Path = Path("."), echo: Callable[[str], None] = print, fresh: bool = False) -> list[str]:
     """Run ``slugs`` on the Dask cluster at ``address`` (or a local one of ``workers`` processes), longest first
-    by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed."""
+    by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed.
+    ``fresh``: every seed from scratch; otherwise each task carries this checkout's stored records."""
     from distributed import Client, LocalCluster, as_completed
 
     root = Path(root).resolve()
@@ -110,7 +120,9 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
             echo(f"{len(queue)} papers on {machines} Dask workers; expected about {makespan / 60:.0f} min "
                  f"(longest first, committed runtimes)")
             started = time.monotonic()
-            futures = {client.submit(run_paper_stages, slug, tree, str(root), key=f"paperflows-{slug}", pure=False): slug
+            futures = {client.submit(run_paper_stages, slug, tree, str(root),
+                                     None if fresh else folder_files(root / "records" / slug),
+                                     key=f"paperflows-{slug}", pure=False): slug
                        for slug in queue}
             for position, future in enumerate(as_completed(futures), 1):
                 slug = futures[future]

@@ -1,8 +1,10 @@
 """Scale-out on Dask: papers run on workers, their outputs come back, and DVC records them as from a serial run."""
 
 import json
+import sys
 
 import pytest
+import yaml
 from conftest import BIN, read_metrics, sh, without_timings
 from test_dvc import CHEAP_PAPERS, set_smoke, status
 
@@ -41,9 +43,25 @@ def test_two_local_workers_commit_what_a_serial_run_writes(repo_copy, tmp_path_f
     assert not set(stages) & set(status(repo, env)), "dvc commit recorded both papers' stages"
 
     serial = tmp_path_factory.mktemp("serial")   # the stages' code path, one paper after the other, in this process
-    for slug in (first, second):
+
+    def assert_serial_run_agrees(slug):
         run_paper(slug, params_file=repo / "params.yaml", out_root=serial)
         scaled = read_metrics(repo / "results" / slug)
         assert without_timings(read_metrics(serial / "results" / slug)) == without_timings(scaled), slug
         seeds = [json.loads((root / "records" / slug / "meta.json").read_text())["seeds"] for root in (repo, serial)]
         assert seeds[0] == seeds[1]
+
+    for slug in (first, second):
+        assert_serial_run_agrees(slug)
+
+    # one more seed: the stale paper's task carries its stored records, and the worker runs the new seed alone
+    raw = yaml.safe_load((repo / "params.yaml").read_text())
+    raw["papers"][first]["seeds"] += 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    # (a copy lacks the DVC-cached data/, so `paperflows repro` would find every paper stale: the stale paper's
+    # task is submitted as that command submits it)
+    sh([sys.executable, "-c", "import sys; from paperflows.scaleout import repro_on_dask; "
+                              f"sys.exit(len(repro_on_dask(['{first}'], {{'{first}': 1.0}}, workers=2)))"], repo, env)
+    meta = json.loads((repo / "records" / first / "meta.json").read_text())
+    assert meta["seeds_run"] == [meta["seeds"][-1]], "only the added seed ran on the worker"
+    assert_serial_run_agrees(first)
