@@ -187,3 +187,14 @@ def test_langevin_experiment_runs_the_uncorrected_control_and_the_claims_name_it
     assert claims["langevin_exact"].control.metric == "langevin.unverified_min_pass_fraction"
     assert claims["exact_samples_mmd"].control.metric == "exactness.unverified_min_pass_fraction"
     assert all(c.role == "claim" for c in PAPER.claims)
+
+
+def test_the_exactness_ratio_is_the_mean_over_a_bonferroni_t_half_width():
+    from flows.speculative_diffusion.evaluate import _energy_z
+
+    diff = np.array([0.1, -0.3, 0.4, 0.2, 0.05])
+    half = sps.t.ppf(1 - 0.05 / 6, 4) * diff.std(ddof=1) / np.sqrt(5)   # 95% over 3 data sets, two-sided
+    out = _energy_z(diff, data_sets=3)
+    assert out["interval_ratio"] == pytest.approx(abs(diff.mean()) / half)
+    assert out["z"] == pytest.approx(diff.mean() / (diff.std(ddof=1) / np.sqrt(5)))
+    assert out["interval_ratio"] < abs(out["z"]) / 2, "at 5 seeds the t quantile is well above 2"

@@ -12,6 +12,7 @@ from matplotlib.ticker import NullFormatter
 
 from flows.speculative_diffusion.params import Params
 from tasks import estimates as est
+from tasks import stats
 from tasks.contract import RunOutput
 from tasks.records import Records
 
@@ -35,7 +36,8 @@ def evaluate(params: Params, records: Records) -> RunOutput:
         section = metrics[kind].setdefault(dataset, {})
         timing = metrics["timings"].setdefault(kind, {}).setdefault(dataset, {"plain_wall_s": float(plain["wall_s"].mean())})
         for (draft, L), variant in grp[grp["draft"] != "plain"].groupby(["draft", "L"], sort=False):
-            section[f"{draft}_L{L}"] = _variant_metrics(grp, {"draft": draft, "L": L}, variant)
+            section[f"{draft}_L{L}"] = _variant_metrics(grp, {"draft": draft, "L": L}, variant,
+                                                        len(params.datasets))
             timing[f"{draft}_L{L}"] = _timing(variant, plain)
         frozen = {L: section[f"frozen_L{L}"] for L in params.lookaheads}
         best[dataset] = min(frozen, key=lambda L: frozen[L]["nfe_ratio"]["ratio"])
@@ -61,15 +63,21 @@ def evaluate(params: Params, records: Records) -> RunOutput:
         "frozen_best_L_min_pass_fraction": min(v["mmd_pass_fraction"] for v in frozen_best),
         "frozen_best_L_min_energy_test_pass_fraction": min(v["energy_pass_fraction"] for v in frozen_best),
         "frozen_best_L_max_abs_energy_z": max(abs(v["energy_to_data_minus_plain"]["z"]) for v in frozen_best),
+        "frozen_best_L_max_energy_interval_ratio": max(v["energy_to_data_minus_plain"]["interval_ratio"]
+                                                       for v in frozen_best),
         "all_verified_min_pass_fraction": min(v["mmd_pass_fraction"] for v in verified),
         "all_verified_mean_pass_fraction": float(np.mean([v["mmd_pass_fraction"] for v in verified])),
         "unverified_draft_mean_pass_fraction": float(np.mean([v["mmd_pass_fraction"] for v in unverified])),
         # the claims' controls: the same aggregates (over data sets) of the uncorrected draft
         "unverified_min_pass_fraction": min(v["mmd_pass_fraction"] for v in unverified),
         "unverified_max_abs_energy_z": max(abs(v["energy_to_data_minus_plain"]["z"]) for v in unverified),
+        "unverified_max_energy_interval_ratio": max(v["energy_to_data_minus_plain"]["interval_ratio"]
+                                                    for v in unverified),
         "frozen_best_pass_fraction_by_dataset": {d: v["mmd_pass_fraction"] for d, v in zip(params.datasets, frozen_best)},
         "frozen_best_abs_energy_z_by_dataset": {d: abs(v["energy_to_data_minus_plain"]["z"])
                                                 for d, v in zip(params.datasets, frozen_best)},
+        "frozen_best_energy_interval_ratio_by_dataset": {d: v["energy_to_data_minus_plain"]["interval_ratio"]
+                                                         for d, v in zip(params.datasets, frozen_best)},
         "unverified_pass_fraction_by_dataset": {d: metrics["diffusion"][d][f"frozen_unverified_L{params.lookaheads[-1]}"]
                                                 ["mmd_pass_fraction"] for d in params.datasets},
     }
@@ -134,16 +142,20 @@ def evaluate(params: Params, records: Records) -> RunOutput:
                      setup=setup, notes=_measured(params, metrics))
 
 
-def _energy_z(diff: np.ndarray) -> dict[str, float]:
-    """Paired difference (speculative - plain) of the energy distance to data over seeds: mean, s.e., mean/s.e."""
+def _energy_z(diff: np.ndarray, data_sets: int) -> dict[str, float]:
+    """Paired difference (speculative - plain) of the energy distance to data over seeds: mean, s.e., mean/s.e.,
+    and ``interval_ratio``: |mean| over the half-width of its Student-t interval at 95% Bonferroni-corrected over
+    the ``data_sets`` compared (at most 1 exactly when that interval holds 0; NaN below 2 seeds)."""
     mean = float(diff.mean())
     se = float(diff.std(ddof=1) / math.sqrt(diff.size)) if diff.size > 1 else float("nan")
-    return {"mean": mean, "se": se, "z": mean / se if se and se > 0 else float("nan")}
+    low, high = stats.t_interval(diff, confidence=1 - (1 - stats.CONFIDENCE) / data_sets)
+    return {"mean": mean, "se": se, "z": mean / se if se and se > 0 else float("nan"),
+            "interval_ratio": abs(mean) / ((high - low) / 2) if high > low else float("nan")}
 
 
-def _variant_metrics(grp: pd.DataFrame, variant: dict, rows: pd.DataFrame) -> dict:
+def _variant_metrics(grp: pd.DataFrame, variant: dict, rows: pd.DataFrame, data_sets: int) -> dict:
     """Summaries over seeds of one sampler variant (``rows``, selected from ``grp`` by ``variant``) against the
-    plain sampler, seeds paired (``grp``: the runs of one kind and data set)."""
+    plain sampler, seeds paired (``grp``: the runs of one kind and data set, one of ``data_sets``)."""
     out = {
         "nfe_ratio": est.ratio(grp, "nfe_seq", variant, PLAIN),
         "nfe_seq": est.summary(grp, "nfe_seq", **variant),
@@ -157,7 +169,7 @@ def _variant_metrics(grp: pd.DataFrame, variant: dict, rows: pd.DataFrame) -> di
     if "energy_to_data" in rows and rows["energy_to_data"].notna().all():
         out["energy_to_data"] = est.summary(grp, "energy_to_data", **variant)
         speculative, plain = est.aligned(grp, "energy_to_data", variant, PLAIN)
-        out["energy_to_data_minus_plain"] = _energy_z(speculative - plain)
+        out["energy_to_data_minus_plain"] = _energy_z(speculative - plain, data_sets)
     return out
 
 
