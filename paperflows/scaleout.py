@@ -7,10 +7,10 @@ tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes o
 (``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
 folder, and sends back the paper's ``data/``, ``records/`` and ``results/`` folders as files. A stale paper's task
 carries this checkout's stored records, so the worker runs only the seeds they lack (as a serial ``dvc repro``
-appends); papers chosen by name run from scratch (as ``repro --papers`` does). This machine puts each in place atomically as it arrives, then records every
-finished stage with one ``dvc commit`` (the outputs are those ``dvc repro`` would have written with the same code
-and params) and lets a last ``dvc repro`` bring the rest up to date. Without an address, ``workers`` local
-processes stand in for the machines (``paperflows repro --workers 2``).
+appends); papers chosen by name run from scratch (as ``repro --papers`` does). This machine puts each folder in
+place atomically as it arrives, then records every finished stage with one ``dvc commit`` (the outputs are those
+``dvc repro`` would have written with the same code and params) and lets a last ``dvc repro`` bring the rest up to
+date. Without an address, ``workers`` local processes stand in for the machines (``paperflows repro --workers 2``).
 
 Why Dask and not Prefect work pools or DVC's experiment queue: DVC's queue runs its workers on the machine that
 queued them, and a Prefect worker would leave each paper's outputs on the machine that ran it; a Dask future brings
@@ -55,6 +55,15 @@ def folder_files(folder: Path) -> dict[str, bytes]:
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
+def write_folder_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write ``files`` (as :func:`folder_files` reads them) under ``folder``, which exists afterwards even when
+    ``files`` is empty."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for relative, content in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_bytes(content)
+
+
 def run_paper_stages(slug: str, expected_tree: str, driver_repo: str,
                      stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
     """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
@@ -68,9 +77,8 @@ def run_paper_stages(slug: str, expected_tree: str, driver_repo: str,
                            "check out the same code and params on every machine")
     env = {**os.environ, **({FRESH_ENV: "1"} if stored_records is None else {})}
     with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
-        for relative, content in (stored_records or {}).items():
-            (Path(scratch) / "records" / slug / relative).parent.mkdir(parents=True, exist_ok=True)
-            (Path(scratch) / "records" / slug / relative).write_bytes(content)
+        if stored_records is not None:
+            write_folder_files(Path(scratch) / "records" / slug, stored_records)
         for command in ("record", "evaluate"):
             done = subprocess.run([sys.executable, "-m", "paperflows", command, slug, "--out", scratch], cwd=repo,
                                   env=env, capture_output=True, text=True)
@@ -84,10 +92,7 @@ def put_outputs(root: Path, slug: str, outputs: dict[str, dict[str, bytes]]) -> 
     for folder, files in outputs.items():
         final = root / folder / slug
         staging = final.with_name(f".{slug}.incoming")
-        for relative, content in files.items():
-            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-            (staging / relative).write_bytes(content)
-        staging.mkdir(parents=True, exist_ok=True)  # a stage that wrote nothing under a folder still owns it
+        write_folder_files(staging, files)  # a stage that wrote nothing under a folder still owns it
         replace_dir(staging, final)
 
 
