@@ -58,7 +58,7 @@ def paper_runs(slugs: list[str]) -> list[dict[str, str]]:
 def task_overhead(n_tasks: int) -> list[dict[str, str]]:
     from prefect import flow
 
-    from tasks.experiment import paper_task
+    from paperflows.core.experiment import paper_task
 
     def work(i: int) -> int:
         return sum(range(1000)) + i
@@ -96,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     server.start()
     os.environ["PREFECT_API_URL"] = server.API_URL  # this process talks to the running server
-    from tasks.report import markdown_table
+    from paperflows.core.report import markdown_table
 
     sections = [
         ("Paper runs as a fresh process", paper_runs(args.papers)),

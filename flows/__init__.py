@@ -1,3 +1,4 @@
-"""One package per paper: ``flows/<slug>/method.py`` (the algorithm) and ``flow.py`` (the Prefect flow)."""
+"""One package per paper: ``flows/<slug>/method.py`` (the algorithm), ``flow.py`` (its experiment),
+``claims.py``, ``evaluate.py`` and ``NOTES.md`` (its evaluation)."""
 
-import tasks  # noqa: F401  (environment defaults, MPLBACKEND=Agg among them, before any pyplot import)
+import paperflows.core  # noqa: F401  (pins the numeric kernels before a paper loads NumPy or torch)

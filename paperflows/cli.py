@@ -154,7 +154,7 @@ def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_pape
     from paperflows.dvcgen import dvc_yaml_text
     from paperflows.params import write_stage_params
     from paperflows.scaffold import new_paper
-    from tasks.io import atomic_write_text
+    from paperflows.core.io import atomic_write_text
 
     try:
         written = new_paper(slug)
@@ -171,7 +171,7 @@ def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_pape
 def dvc_yaml(check_only: bool = typer.Option(False, "--check", help="exit 1 if dvc.yaml is not what would be generated")) -> None:
     """Write dvc.yaml: one stage per paper, deps = exactly the code that paper imports."""
     from paperflows.dvcgen import dvc_yaml_text
-    from tasks.io import atomic_write_text
+    from paperflows.core.io import atomic_write_text
 
     try:
         text = dvc_yaml_text()
@@ -225,8 +225,8 @@ def fingerprint(check: Optional[Path] = typer.Option(None, help="compare with th
                                                                  "results/FINGERPRINT.txt; exit 1 on any difference"),
                 ) -> None:
     """Print an md5 prefix per numeric primitive (NumPy, SciPy, scikit-learn, torch); equal lines, equal bits."""
-    from tasks.fingerprint import fingerprint as primitive_hashes
-    from tasks.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
+    from paperflows.core.fingerprint import fingerprint as primitive_hashes
+    from paperflows.core.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
 
     typer.echo(fingerprint_text() + f"# digest {fingerprint_digest()} (recorded in each metrics.json)")
     if check is not None:

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tasks.contract import PaperParams
-from tasks.io import atomic_write_text
+from paperflows.core.contract import PaperParams
+from paperflows.core.io import atomic_write_text
 
 FLOWS_DIR = Path(__file__).resolve().parent.parent / "flows"  # the code; data, results and params live in the working directory
 CRON_FIELDS = 5

@@ -17,7 +17,7 @@ def _known(slug: str) -> None:
 
 
 def load_paper(slug: str) -> Any:
-    """The :class:`tasks.contract.Paper` of ``slug`` (its ``claims.py``)."""
+    """The :class:`paperflows.core.contract.Paper` of ``slug`` (its ``claims.py``)."""
     from paperflows.scoring import load_evaluation
 
     _known(slug)

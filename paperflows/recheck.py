@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from paperflows.core.io import atomic_write_json
 from paperflows.pipeline import run_paper
 from paperflows.summary import load_metrics
-from tasks.io import atomic_write_json
 
 RECHECK_DIR = Path(".paperflows") / "rechecks"
 

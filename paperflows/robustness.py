@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from paperflows.core.io import atomic_write_json
 from paperflows.params import configured_slugs, read_params_file
 from paperflows.pipeline import run_paper
 from paperflows.scoring import evaluate_paper
 from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, write_robustness_report
-from tasks.io import atomic_write_json
 
 OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones (a paper has at most 100 seeds)
 

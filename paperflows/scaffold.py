@@ -6,8 +6,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from paperflows.core.io import atomic_write_text
 from paperflows.dvcgen import RESERVED_STAGES
-from tasks.io import atomic_write_text
 
 FILES = {"params.py.tmpl": "flows/{slug}/params.py", "method.py.tmpl": "flows/{slug}/method.py",
          "flow.py.tmpl": "flows/{slug}/flow.py", "claims.py.tmpl": "flows/{slug}/claims.py",

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+from paperflows.core.io import replace_dir
 from paperflows.stages import FRESH_ENV
-from tasks.io import replace_dir
 
 REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
@@ -68,7 +68,7 @@ def run_paper_stages(slug: str, expected_tree: str, driver_repo: str,
                      stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
     """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
     ``stored_records`` (the driver's ``records/<slug>`` files: seeds already made under the same key are kept,
-    as :func:`tasks.records.grow_plan` decides) or, when None, from scratch; returns ``{folder: {relative path:
+    as :func:`paperflows.core.records.grow_plan` decides) or, when None, from scratch; returns ``{folder: {relative path:
     bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params differ from the driver's."""
     repo = Path(os.environ.get(REPO_ENV, driver_repo))
     found = tree_digest(repo)

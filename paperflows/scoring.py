@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from paperflows.params import FLOWS_DIR, ParamsError, read_params_file, resolve_params
 
 if TYPE_CHECKING:
-    from tasks.contract import Paper
-    from tasks.evaluation import Evaluate
+    from paperflows.core.contract import Paper
+    from paperflows.core.evaluation import Evaluate
 from paperflows.stages import NOTES_FILE, SEED_COUNTS, known_split, record_paper, records_dir
 
 
@@ -42,8 +42,8 @@ def score_records(paper: Paper, evaluate: Evaluate, notes: str, raw: dict[str, A
     """Score the records under ``out_root`` of ``paper`` with ``evaluate``: estimates, claims, tables, figure and
     report; ``model``: its params model and smoke values when not those of ``flows/<slug>/params.py``. Records
     made at another scale, with other params or other seeds are refused, naming what differs."""
-    from tasks.evaluation import evaluate_records
-    from tasks.records import load_records
+    from paperflows.core.evaluation import evaluate_records
+    from paperflows.core.records import load_records
 
     slug = paper.slug
     params, common = resolve_params(slug, raw, smoke, overrides, model=model)
@@ -73,8 +73,8 @@ def claim_problems(slug: str, root: Path = Path("."), params_file: Path = Path("
     them in memory (nothing written), then every metric, interval, per-seed, per-setting and control path of
     ``claims.py`` looked up. Empty when every claim can be checked; catches a renamed or mistyped path before
     any run."""
-    from tasks.claims import check_claims
-    from tasks.records import load_records
+    from paperflows.core.claims import check_claims
+    from paperflows.core.records import load_records
 
     paper, evaluate, _ = load_evaluation(slug)
     params, _ = resolve_params(slug, read_params_file(params_file))
@@ -94,8 +94,8 @@ def extension(slug: str, root: Path = Path("."), params_file: Path = Path("param
     """The ``extra_seeds`` look 1 asks for on the committed records: when a claim is undecided at look 1, as many
     as the seed cap and ``common.extension_budget_s`` allow (at the records' time per seed), else 0; None for a
     paper without a ``seed_cap``."""
-    from tasks.evaluation import score
-    from tasks.records import load_records, select_seeds
+    from paperflows.core.evaluation import score
+    from paperflows.core.records import load_records, select_seeds
 
     paper, evaluate, _ = load_evaluation(slug)
     params, common = resolve_params(slug, read_params_file(params_file))

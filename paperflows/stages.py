@@ -2,25 +2,24 @@
 
 Its evaluation stage is :mod:`paperflows.scoring`. A paper is split when ``flows/<slug>/claims.py`` exists: ``flow.py`` holds its :func:`paper_experiment`,
 ``claims.py`` its ``PAPER`` (claims fixed before any run), ``evaluate.py`` its ``evaluate(params, records)``,
-and ``NOTES.md`` its fixed prose. Records go to ``<root>/records/<slug>`` (see :mod:`tasks.records`; small,
+and ``NOTES.md`` its fixed prose. Records go to ``<root>/records/<slug>`` (see :mod:`paperflows.core.records`; small,
 committed to git beside the results, so that a fresh clone re-scores without training), datasets the
 experiment saves to ``<root>/data/<slug>`` (DVC-cached), results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from paperflows.imports import files_digest, record_files
 from paperflows.params import FLOWS_DIR, ParamsError, paper_slugs, read_params_file, resolve_params
 
 if TYPE_CHECKING:
-    from tasks.experiment import PaperExperiment
+    from paperflows.core.experiment import PaperExperiment
 
 RECORDS = "records"  # <root>/records/<slug>: small, in git, so a fresh clone can re-score without training
 NOTES_FILE = "NOTES.md"
@@ -49,7 +48,7 @@ def known_split(slug: str) -> None:
 
 
 def load_experiment(slug: str) -> PaperExperiment:
-    from tasks.experiment import PaperExperiment
+    from paperflows.core.experiment import PaperExperiment
 
     known_split(slug)
     module = importlib.import_module(f"flows.{slug}.flow")
@@ -60,16 +59,9 @@ def load_experiment(slug: str) -> PaperExperiment:
 
 
 def code_digest(slug: str) -> str:
-    """A hash of the source of every repo module the experiment has loaded (its flow, method, params and the
-    ``tasks`` modules they import): records made by other code are never appended to."""
-    digest = hashlib.sha256()
-    root = FLOWS_DIR.parent
-    for name in sorted(sys.modules):
-        if name.split(".")[0] == "tasks" or name.startswith(f"flows.{slug}."):
-            path = getattr(sys.modules[name], "__file__", None)
-            if path and Path(path).is_file():
-                digest.update(str(Path(path).relative_to(root)).encode() + b"\0" + Path(path).read_bytes())
-    return digest.hexdigest()[:16]
+    """A digest of the code of the paper's records stage (the files ``dvc.yaml`` lists as its deps, see
+    :func:`paperflows.imports.record_files`): records made by other code are never appended to."""
+    return files_digest(record_files(slug))
 
 
 def record_paper(slug: str, *, params_file: Path = Path("params.yaml"), **options: Any) -> dict[str, Any]:
@@ -94,9 +86,9 @@ def record_experiment(experiment: PaperExperiment, raw: dict[str, Any], *, code:
     from prefect import tags
 
     from paperflows.runners import make_task_runner
-    from tasks.fingerprint import fingerprint_digest
-    from tasks.records import grow_plan, load_records, merge_records, save_records, select_seeds
-    from tasks.seeding import seed_list
+    from paperflows.core.fingerprint import fingerprint_digest
+    from paperflows.core.records import grow_plan, load_records, merge_records, save_records, select_seeds
+    from paperflows.core.seeding import seed_list
 
     slug = experiment.slug
     params, common = resolve_params(slug, raw, smoke, overrides, model=(experiment.params_model, experiment.smoke))

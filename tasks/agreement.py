@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_effectsize, proportions_ztest
 
-from tasks.seeding import numpy_rng
+from paperflows.core.seeding import numpy_rng
 
 
 def cohen_kappa(a: Sequence, b: Sequence) -> float:

@@ -15,7 +15,7 @@ from typing import Callable, Literal
 import torch
 from torch.nn import functional as F
 
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 Objective = Callable[[torch.Tensor], torch.Tensor]
 Norm = Literal["linf", "l2"]

@@ -1,4 +1,4 @@
-"""Rank correlation as a measurement (per seed, per run), apart from :mod:`tasks.stats`, whose intervals only
+"""Rank correlation as a measurement (per seed, per run), apart from :mod:`paperflows.core.stats`, whose intervals only
 evaluation uses: a records stage that measures a correlation must not retrain when an interval method changes."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn import datasets
 
-from tasks.io import atomic_write_bytes
+from paperflows.core.io import atomic_write_bytes
 
 _BUNDLED: dict[str, Callable] = {
     "breast_cancer": datasets.load_breast_cancer,

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 EpsFn = Callable[[torch.Tensor, int], torch.Tensor]
 DenoiseFn = Callable[[torch.Tensor, float], torch.Tensor]

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.seeding import global_rngs_isolated
+from paperflows.core.seeding import global_rngs_isolated
 from tasks.train import torch_single_thread
 
 EMBEDDING_DIM = 384

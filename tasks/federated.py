@@ -19,7 +19,7 @@ from scipy import ndimage
 from torch import nn
 from torch.nn import functional as F
 
-from tasks.seeding import numpy_rng, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_seeded
 
 LossFn = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 DIGIT_SHIFTS = ("none", "rotate", "invert", "blur", "noise")

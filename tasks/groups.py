@@ -2,7 +2,7 @@
 
 The per-sample score is whatever the paper evaluates: correctness (0/1) for accuracy, one Dice per image for
 segmentation, one silo id as the group for federated learning. Intervals over seeds come from
-``tasks.stats.summarize`` applied to each key across seeds.
+``paperflows.core.stats.summarize`` applied to each key across seeds.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 LinearMap = Callable[[torch.Tensor], torch.Tensor]
 

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tasks.io import atomic_write_bytes, json_safe
-from tasks.seeding import global_rngs_isolated, torch_generator, torch_seeded
+from paperflows.core.io import atomic_write_bytes, json_safe
+from paperflows.core.seeding import global_rngs_isolated, torch_generator, torch_seeded
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 

@@ -16,7 +16,7 @@ layer, and LoRA fine-tuning through ``peft``.
 
 Determinism: generation, scoring and training run with one torch thread (fixed reduction order) and draw
 randomness only from a ``torch.Generator`` seeded by the caller; module construction that touches torch's global
-RNG runs under :func:`tasks.seeding.global_rngs_isolated` / :func:`tasks.seeding.torch_seeded`.
+RNG runs under :func:`paperflows.core.seeding.global_rngs_isolated` / :func:`paperflows.core.seeding.torch_seeded`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tasks.seeding import global_rngs_isolated, torch_generator, torch_seeded
+from paperflows.core.seeding import global_rngs_isolated, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 DEFAULT_MODEL = "smollm2-135m-instruct"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tasks.seeding import torch_generator, torch_seeded
+from paperflows.core.seeding import torch_generator, torch_seeded
 
 
 class SparseAutoencoder(nn.Module):

@@ -17,7 +17,7 @@ from scipy import ndimage
 from torch import nn
 from torch.nn import functional as F
 
-from tasks.seeding import numpy_rng, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_seeded
 
 
 def _overlap(pred: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from sklearn.neighbors import NearestNeighbors
 from torch import nn
 
-from tasks.seeding import numpy_rng, torch_generator
+from paperflows.core.seeding import numpy_rng, torch_generator
 
 SIGNAL_COLUMNS = ("index", "loss", "margin", "entropy", "el2n", "grad_norm", "correct")
 

@@ -25,7 +25,7 @@ import torch
 from scipy.stats import binom, norm
 from statsmodels.stats.proportion import proportion_confint
 
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 ABSTAIN = -1
 Model = Callable[[torch.Tensor], torch.Tensor]

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 import torch
 from torch import nn
 
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 
 _THREADS = {"lock": threading.Lock(), "users": 0, "saved": 1}

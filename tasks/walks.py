@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 
 
 def _uniform_neighbour(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray, rng: np.random.Generator) -> np.ndarray:

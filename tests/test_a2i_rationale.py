@@ -9,7 +9,7 @@ from conftest import params_for
 from sklearn.metrics import precision_recall_fscore_support
 
 from flows.a2i_rationale import method as M
-from tasks.seeding import torch_generator
+from paperflows.core.seeding import torch_generator
 
 TINY = dict(n_train=40, n_test=20, hidden=8, embed_dim=16, batch_size=8, epochs=1, attack_epochs=1)
 
@@ -239,7 +239,7 @@ def test_attack_success_is_one_on_a_predictor_that_always_says_the_opposite():
 
 def test_the_3_point_claim_is_judged_on_rnp_alone_and_gated_on_learning():
     from flows.a2i_rationale.claims import PAPER
-    from tasks.claims import check_claim
+    from paperflows.core.claims import check_claim
     by_id = {c.id: c for c in PAPER.claims}
     claim = by_id["a2i_gain_3_points"]
     assert claim.metric == "gain.rnp.mean" and claim.per_setting is None

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from tasks.claims import check_claim, check_claims, count_verdicts, metric_value, verdict
-from tasks.contract import Claim, Control, Paper
+from paperflows.core.claims import check_claim, check_claims, count_verdicts, metric_value, verdict
+from paperflows.core.contract import Claim, Control, Paper
 
 
 def claim(comparison=">=", threshold=1.0, interval=None, **rules):

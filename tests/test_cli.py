@@ -81,7 +81,7 @@ def test_dvc_yaml_check_fails_on_a_hand_edit(tmp_path):
     # the command compares the working directory's dvc.yaml; a copy with one dep removed must fail
     for name in ("params.yaml", "dvc.yaml"):
         (tmp_path / name).write_text((ROOT / name).read_text())
-    edited = (tmp_path / "dvc.yaml").read_text().replace("    - tasks/stats.py\n", "", 1)
+    edited = (tmp_path / "dvc.yaml").read_text().replace("    - paperflows/core/stats.py\n", "", 1)
     (tmp_path / "dvc.yaml").write_text(edited)
     env = {"PYTHONPATH": str(ROOT)}
     result = cli("dvc-yaml", "--check", env_extra=env, cwd=tmp_path)

@@ -10,8 +10,8 @@ import torch
 from conftest import params_for
 
 from flows.cody import method as M
+from paperflows.core.seeding import numpy_rng
 from tasks.gnn import recent_events
-from tasks.seeding import numpy_rng
 
 
 @pytest.fixture(scope="module")

@@ -178,7 +178,7 @@ def test_make_data_is_normalised_and_rotation_follows_the_flag(rotate):
 
 def test_a_collapsed_seed_fails_the_gate_and_the_claims_that_require_it():
     from flows.dd3d_pointcloud.claims import PAPER
-    from tasks.claims import check_claim
+    from paperflows.core.claims import check_claim
     by_id = {c.id: c for c in PAPER.claims}
     m = {"accuracy": {"dd3d": {"mean": 0.5}}, "per_seed_accuracy": {"dd3d": [0.6, 0.7, 0.15]}}
     assert check_claim(by_id["dd3d_learned_task"], m, 3).verdict == "not reproduced"   # one seed near chance

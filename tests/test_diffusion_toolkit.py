@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from paperflows.core.seeding import torch_generator
 from tasks import diffusion
-from tasks.seeding import torch_generator
 from tasks.two_sample import energy_permutation_test
 
 

@@ -62,7 +62,7 @@ def test_committed_stage_params_are_the_sections_of_params_yaml(tmp_path):
 
 
 EVALUATION_FILES = ("claims.py", "evaluate.py")
-SCORING_MODULES = {"tasks/stats.py", "tasks/estimates.py", "tasks/claims.py", "tasks/report.py", "tasks/evaluation.py"}
+SCORING_MODULES = {f"paperflows/core/{name}.py" for name in ("stats", "estimates", "claims", "report", "evaluation")}
 
 
 def stage_sources() -> dict[str, str]:
@@ -80,14 +80,16 @@ def stage_sources() -> dict[str, str]:
     return sources
 
 
-def test_each_paper_depends_on_exactly_the_tasks_modules_it_imports():
+def test_each_paper_depends_on_exactly_the_tasks_and_core_modules_it_imports():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     for stage, source in stage_sources().items():
-        direct = set(re.findall(r"from tasks\.(\w+) import", source)) | {
-            name.split(" as ")[0] for group in re.findall(r"from tasks import ([\w, ]+)", source)
-            for name in group.split(", ")}
-        deps = {d.removeprefix("tasks/").removesuffix(".py") for d in stages[stage]["deps"] if d.startswith("tasks/")}
-        assert direct <= deps, f"{stage}: imports {direct - deps} but does not depend on it"
+        for package in ("tasks", "paperflows.core"):
+            folder = package.replace(".", "/") + "/"
+            direct = set(re.findall(rf"from {re.escape(package)}\.(\w+) import", source)) | {
+                name.split(" as ")[0] for group in re.findall(rf"from {re.escape(package)} import ([\w, ]+)", source)
+                for name in group.split(", ")}
+            deps = {d.removeprefix(folder).removesuffix(".py") for d in stages[stage]["deps"] if d.startswith(folder)}
+            assert direct <= deps, f"{stage}: imports {direct - deps} of {package} but does not depend on it"
         assert "tasks" not in stages[stage]["deps"] and "paperflows" not in stages[stage]["deps"]
         assert "paperflows/cli.py" not in stages[stage]["deps"] and "paperflows/summary.py" not in stages[stage]["deps"]
         # the converted language models come from stage `pretrained`, and only the records stages that load one wait for it
@@ -132,7 +134,7 @@ def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
     """... and `paperflows repro --rescore` re-scores in one process, recording the stages with `dvc commit`: the
     papers it re-scored then read up to date, the others still stale, and no records stage ran."""
     repo, env = repo_copy
-    with open(repo / "tasks" / "stats.py", "a") as handle:
+    with open(repo / "paperflows" / "core" / "stats.py", "a") as handle:
         handle.write("\n# an edit\n")
     changed = changed_deps(repo, env)
     papers = set(paper_slugs())

@@ -159,7 +159,7 @@ def test_training_fits_a_fixed_episode():
 
 def test_every_claim_requires_both_of_its_arms_above_the_all_background_gate():
     from flows.dypolyseg_fewshot_pc.claims import PAPER
-    from tasks.claims import check_claim
+    from paperflows.core.claims import check_claim
     by_id = {c.id: c for c in PAPER.claims}
     gate = by_id["no_pcm_learned_task"]
     m = {"miou": {"no_pcm": {"mean": 30.0}}, "miou_per_seed": {"no_pcm": [35.0, 40.0, 0.0, 30.0, 45.0]}}

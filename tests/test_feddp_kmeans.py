@@ -274,7 +274,7 @@ def test_controls_are_computed_as_defined():
         server_only / pick("sphere", 5, "matched")["cost"].mean())
     assert out["control"]["best_baseline_accuracy"]["mean"] == pytest.approx(0.8)
     # every claim's control is found in the metrics
-    from tasks.claims import check_claims
+    from paperflows.core.claims import check_claims
     metrics = {"gaussian": out, "equivalence": {"max_abs_diff": 0.0}}
     results = {r.id: r for r in check_claims(PAPER, metrics, 3)}
     assert results["cost_within_1p2_oracle"].control.verdict == "reproduced"                # the trivial solution is within 1.2

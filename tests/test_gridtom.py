@@ -151,7 +151,7 @@ def test_mass_mean_direction_and_probes_find_a_planted_signal():
 
 def test_claims_wait_for_the_capability_gates_and_the_steering_effect():
     from flows.gridtom.claims import PAPER
-    from tasks.claims import check_claims
+    from paperflows.core.claims import check_claims
     box = lambda mean, low, high: {"mean": mean, "ci_low": low, "ci_high": high}
 
     def metrics(changed, true_belief):

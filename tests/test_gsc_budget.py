@@ -181,7 +181,7 @@ def test_the_official_process_breaks_the_approximate_bound_on_the_seed_100_insta
     """The counterexample documented in the notes (common.seed 100, Gaussian agents, B = 4, instance 5, cell beta 0,
     delta 1, mu 1, gamma 0.8, worst mode): S' formed from Disc >= l, as the official code does, leaves 45 of 60
     agents unassigned and d[2] = 19/15 > 1/(mu gamma); forming it from Disc >= l - delta - beta does not."""
-    from tasks.seeding import numpy_rng
+    from paperflows.core.seeding import numpy_rng
 
     p = params_for("gsc_budget", smoke=False)
     stream = (M.AGENT_TYPE_ID["gauss"], 4, 5)

@@ -181,7 +181,7 @@ def test_split_and_subgraph():
 def test_share_claim_reversals_are_the_cells_without_a_positive_gain():
     """The share claim's per-cell list is on its own 0/1 scale: a cell gaining 0.3 points is no reversal."""
     from flows.inductive_n2v.claims import PAPER
-    from tasks.claims import check_claim
+    from paperflows.core.claims import check_claim
 
     claim = next(c for c in PAPER.claims if c.id == "gain_positive_in_most_cells")
     gains = {"a@0.1": 0.3, "b@0.1": 2.0, "a@0.8": -0.4}

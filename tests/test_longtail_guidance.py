@@ -11,8 +11,8 @@ import torch
 from conftest import params_for
 
 from flows.longtail_guidance import method
+from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import diffusion
-from tasks.seeding import torch_generator, torch_seeded
 
 TINY = {"head_count": 20, "decay": 0.6, "min_count": 2, "n_tail": 5, "val_per_class": 3, "test_per_class": 5,
         "latent_dim": 4, "ae_hidden": 16, "ae_epochs": 3, "diffusion_steps": 25, "diff_width": 16, "diff_depth": 2,

@@ -285,7 +285,7 @@ def test_controls_are_computed_as_defined():
 
     from flows.min_width_squashable.claims import PAPER
     from flows.min_width_squashable.evaluate import _metrics
-    from tasks.claims import check_claims
+    from paperflows.core.claims import check_claims
 
     p = params_for("min_width_squashable", smoke=False)
     bounds = {t: {"bound": 1.0, "w_star": 2, "relu_width": 3 if t == "b" else 2} for t in ("a", "b", "c")}

@@ -179,7 +179,7 @@ def test_training_lowers_the_loss_and_is_deterministic():
 def test_metrics_and_controls_are_computed_as_defined():
     from flows.p2p.claims import PAPER
     from flows.p2p.evaluate import metrics_from
-    from tasks.claims import check_claims
+    from paperflows.core.claims import check_claims
 
     rng = np.random.default_rng(0)
     n = 5

@@ -12,10 +12,10 @@ import torch
 import yaml
 from conftest import ROOT, read_metrics, without_timings
 
+from paperflows.core.fingerprint import fingerprint_digest
 from paperflows.params import paper_slugs, read_params_file, resolve_params
 from paperflows.pipeline import load_paper, load_params_model, run_paper
 from paperflows.summary import README_END, README_START
-from tasks.fingerprint import fingerprint_digest
 
 SLUGS = paper_slugs()
 # each paper's smoke metrics (timings aside) as recorded by an earlier run, with the fingerprint of the kernels
@@ -97,10 +97,10 @@ def test_paper_flow_at_smoke_scale_is_deterministic(slug, tmp_path):
     torch_before, numpy_before = global_rng_states()
     run_paper(slug, params_file=ROOT / "params.yaml", out_root=tmp_path / "a", smoke=True)
     torch_after, numpy_after = global_rng_states()
-    # seeds run in threads: a draw from a global RNG outside ``tasks.seeding``'s lock can shift a concurrent
+    # seeds run in threads: a draw from a global RNG outside ``paperflows.core.seeding``'s lock can shift a concurrent
     # seed's initial weights, a rare race that a second run would only catch by chance
-    assert torch.equal(torch_before, torch_after), "the flow drew from torch's global RNG outside tasks.seeding"
-    assert np.array_equal(numpy_before, numpy_after), "the flow drew from np.random outside tasks.seeding"
+    assert torch.equal(torch_before, torch_after), "the flow drew from torch's global RNG outside paperflows.core.seeding"
+    assert np.array_equal(numpy_before, numpy_after), "the flow drew from np.random outside paperflows.core.seeding"
     first = read_metrics(tmp_path / "a" / "results" / slug)
     assert set(first["claims"]) == {c.id for c in paper.claims}
     assert all(c["verdict"] in ("reproduced", "not reproduced", "inconclusive") for c in first["claims"].values())

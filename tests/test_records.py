@@ -1,12 +1,12 @@
-"""Per-seed records (tasks.records) and the estimates read from them (tasks.estimates)."""
+"""Per-seed records (paperflows.core.records) and the estimates read from them (paperflows.core.estimates)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tasks import estimates as est
-from tasks import stats
-from tasks.records import Records, check_tables, grow_plan, load_records, merge_records, save_records, select_seeds
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.records import Records, check_tables, grow_plan, load_records, merge_records, save_records, select_seeds
 
 
 def _records(seeds, meta=None):
@@ -108,7 +108,7 @@ def test_check_claims_names_a_path_the_records_cannot_produce(monkeypatch):
 
 
 def test_an_estimate_reads_as_value_and_interval_whatever_its_point_is_called():
-    from tasks.report import fmt_estimate
+    from paperflows.core.report import fmt_estimate
 
     assert fmt_estimate({"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}) == "0.5 [0.25, 0.75]"
     assert fmt_estimate({"ratio": 2.0, "ci_low": 1.5, "ci_high": 3.0}) == "2 [1.5, 3]"

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
+from paperflows.core.seeding import torch_seeded
 from tasks.groups import group_means, group_summary
-from tasks.seeding import torch_seeded
 from tasks.segmentation import GROUP_LOOKS, TinyUNet, dice, iou, lesion_images, predict_masks, train_segmentation
 
 

@@ -7,9 +7,9 @@ import torch.nn.functional as F
 from scipy.spatial.distance import cdist
 from scipy.stats import entropy
 
+from paperflows.core.seeding import torch_seeded
 from tasks import data_defects as dd
 from tasks import selection as sel
-from tasks.seeding import torch_seeded
 from tasks.train import mlp, train
 
 

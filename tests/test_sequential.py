@@ -1,14 +1,14 @@
-"""Two looks (tasks.sequential): the error a claim states holds over both looks, and only a split rule keeps it."""
+"""Two looks (paperflows.core.sequential): the error a claim states holds over both looks, and only a split rule keeps it."""
 
 import difflib
 
 import numpy as np
 import pytest
 
-from tasks import stats
-from tasks.claims import check_claims
-from tasks.contract import Claim, Control, Paper, ci
-from tasks.sequential import LOOK_CONFIDENCE, combine_looks, undecided
+from paperflows.core import stats
+from paperflows.core.claims import check_claims
+from paperflows.core.contract import Claim, Control, Paper, ci
+from paperflows.core.sequential import LOOK_CONFIDENCE, combine_looks, undecided
 
 CLAIM = Claim(id="gain_positive", text="the method gains", source="test", metric="gain.mean", comparison=">",
               threshold=0.0, kind="direction", role="claim", interval=ci("gain"),
@@ -77,7 +77,7 @@ def test_a_look_level_applies_to_every_interval_built_inside_it_and_only_there()
 
 
 def test_a_seed_cap_must_exceed_the_first_look_and_bound_the_extra_seeds():
-    from tasks.contract import PaperParams
+    from paperflows.core.contract import PaperParams
 
     assert PaperParams(seeds=5, seed_cap=10, extra_seeds=5).all_seeds == 10
     for bad in ({"seed_cap": 5}, {"extra_seeds": 2}, {"seed_cap": 8, "extra_seeds": 4}):

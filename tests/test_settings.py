@@ -59,7 +59,7 @@ def test_the_pinned_fingerprint_equals_the_committed_reference():
 
 
 def test_every_committed_result_carries_the_reference_digest(monkeypatch):
-    from tasks import fingerprint
+    from paperflows.core import fingerprint
 
     monkeypatch.setattr(fingerprint, "fingerprint", lambda: fingerprint.parse_fingerprint(REFERENCE.read_text()))
     digest = fingerprint.fingerprint_digest()  # the reference's digest, whatever this process computes

@@ -11,8 +11,8 @@ import torch
 from conftest import params_for
 
 from flows.sfbd_deconv import method
+from paperflows.core.seeding import torch_generator
 from tasks import diffusion
-from tasks.seeding import torch_generator
 from tasks.two_sample import energy_distance, energy_permutation_test
 
 

@@ -12,8 +12,8 @@ from conftest import params_for
 from scipy import stats as sps
 
 from flows.speculative_diffusion import method
+from paperflows.core.seeding import torch_generator
 from tasks import diffusion
-from tasks.seeding import torch_generator
 from tasks.two_sample import energy_permutation_test
 
 

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from tasks import stats
+from paperflows.core import stats
 from tasks.correlation import spearman
 
 
@@ -124,7 +124,7 @@ def percentile_bootstrap_mean(x: np.ndarray) -> tuple[float, float]:
     return float(low), float(high)
 
 
-SKEW = 0.25  # log-normal sigma of the skewed samples (skewness 0.78); see the module docstring of tasks.stats
+SKEW = 0.25  # log-normal sigma of the skewed samples (skewness 0.78); see the module docstring of paperflows.core.stats
 
 
 def _draw(rng: np.random.Generator, shape, skewed: bool) -> np.ndarray:
@@ -172,7 +172,7 @@ def coverage(interval, truth: float, n: int, skewed: bool) -> float | None:
 @pytest.mark.parametrize("n", [3, 5, 10])
 @pytest.mark.parametrize("name", list(_interval_functions()))
 def test_every_interval_keeps_its_coverage_at_small_seed_counts(name, n, skewed):
-    """Simulated coverage of each interval function of tasks.stats at 3, 5 and 10 seeds: at least 0.93 for a
+    """Simulated coverage of each interval function of paperflows.core.stats at 3, 5 and 10 seeds: at least 0.93 for a
     nominal 0.95 (1,500 replicates: the standard error of a 0.95 coverage is 0.006). The order-statistic
     intervals give none below 6 seeds rather than one that under-covers."""
     interval, truth = _interval_functions()[name]
@@ -202,8 +202,8 @@ def test_summarize_by_nests_one_level_per_column_and_keeps_row_order():
 
 
 def test_ci_names_the_interval_that_summarize_writes():
-    from tasks.claims import metric_value
-    from tasks.contract import ci
+    from paperflows.core.claims import metric_value
+    from paperflows.core.contract import ci
 
     metrics = {"speedup": stats.summarize_by(pd.DataFrame({"m": ["a", "a", "a", "b", "b", "b"],
                                                            "x": [1.0, 2.0, 3.0, 5.0, 6.0, 9.0]}), "m", "x")}

@@ -1,11 +1,13 @@
-"""The layout holds: tasks/ is a library (imports neither flows/ nor paperflows/), no import circles,
-and importing tasks changes no settings."""
+"""The layers hold: the framework core (paperflows/core) imports nothing else of ours, the toolkits (tasks/)
+only the core, no import circles, and importing either sets nothing but the kernel pins."""
 
 import ast
+import json
 import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 PACKAGES = ("tasks", "paperflows", "flows")
@@ -38,12 +40,47 @@ def graph():
     return {m: {n for n in top_level_imports(p) if n in modules and n != m} for m, p in modules.items()}
 
 
-def test_tasks_imports_neither_flows_nor_paperflows_anywhere():
+def imports_anywhere(path):
+    """Our modules ``path`` imports anywhere (function-local too), as written."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {n for n in names if n.split(".")[0] in PACKAGES}
+
+
+def outside(names, allowed):
+    return {n for n in names if not any(n == a or n.startswith(a + ".") for a in allowed)}
+
+
+def test_core_imports_nothing_of_ours_and_tasks_only_the_core_anywhere():
+    for path in (ROOT / "paperflows" / "core").rglob("*.py"):
+        assert not outside(imports_anywhere(path), ["paperflows.core"]), path.name
     for path in (ROOT / "tasks").rglob("*.py"):
-        text = path.read_text()
-        for name in ("flows", "paperflows"):
-            assert f"import {name}" not in text and f"from {name}" not in text, f"{path.name} imports {name}"
-        assert "importlib" not in text, f"{path.name} imports modules by name"
+        assert not outside(imports_anywhere(path), ["tasks", "paperflows.core"]), path.name
+    for path in [*(ROOT / "tasks").rglob("*.py"), *(ROOT / "paperflows" / "core").rglob("*.py")]:
+        assert "importlib" not in path.read_text(), f"{path.name} imports modules by name"
+
+
+def test_the_layer_rules_are_enforced_where_dvc_yaml_is_made(tmp_path, monkeypatch):
+    from paperflows import imports
+
+    monkeypatch.setattr(imports, "REPO", tmp_path)
+    (tmp_path / "paperflows" / "core").mkdir(parents=True)
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "paperflows" / "core" / "stats.py").write_text("import numpy\n")
+    (tmp_path / "paperflows" / "stages.py").write_text("")
+    (tmp_path / "tasks" / "train.py").write_text("from paperflows.core import stats\n")
+    assert imports.import_closure([tmp_path / "tasks" / "train.py"]) == {
+        tmp_path / "tasks" / "train.py", tmp_path / "paperflows" / "core" / "stats.py"}
+    (tmp_path / "tasks" / "train.py").write_text("def f():\n    from paperflows import stages\n")
+    with pytest.raises(ValueError, match="tasks/train.py imports paperflows.stages"):
+        imports.import_closure([tmp_path / "tasks" / "train.py"])
+    (tmp_path / "paperflows" / "core" / "stats.py").write_text("from tasks.train import f\n")
+    with pytest.raises(ValueError, match="the core must not import tasks/"):
+        imports.import_closure([tmp_path / "paperflows" / "core" / "stats.py"])
 
 
 def test_no_import_circles():
@@ -64,11 +101,21 @@ def test_no_import_circles():
 
 
 def test_contract_imports_nothing_of_ours_but_pydantic():
-    assert top_level_imports(ROOT / "tasks" / "contract.py") == set()
+    assert top_level_imports(ROOT / "paperflows" / "core" / "contract.py") == set()
 
 
-def test_importing_tasks_sets_no_environment():
-    code = "import os; before = dict(os.environ); import tasks, tasks.stats, tasks.experiment; print(dict(os.environ) == before)"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MPLBACKEND"))}
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=True)
-    assert result.stdout.strip() == "True"
+def test_importing_tasks_or_the_core_sets_nothing_but_the_kernel_pins():
+    """... in time: a toolkit that imports torch first still gets the pinned kernels (tasks/__init__.py pins)."""
+    from paperflows.settings import PINNED, UNPIN_VARIABLE
+
+    code = ("import json, os; before = dict(os.environ); import tasks.train, tasks.data, paperflows.core.stats, "
+            "paperflows.core.experiment; print(json.dumps(sorted(k for k, v in os.environ.items() if before.get(k) != v)))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "MPLBACKEND")) and k not in PINNED}
+
+    def changed(**extra):
+        result = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=ROOT, capture_output=True,
+                                text=True, env=env | extra, check=True)
+        return set(json.loads(result.stdout))
+
+    by_the_libraries = changed(**{UNPIN_VARIABLE: "1"})   # torch sets a few variables of its own on import
+    assert changed() == set(PINNED) | by_the_libraries

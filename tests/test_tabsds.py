@@ -9,7 +9,7 @@ import pytest
 from conftest import params_for
 
 from flows.tabsds import method as M
-from tasks.seeding import global_rngs_isolated
+from paperflows.core.seeding import global_rngs_isolated
 
 
 def _gaussian_table(n=600, rho=0.8, seed=0, skew=True):

@@ -12,8 +12,8 @@ from scipy.special import logsumexp
 from sklearn.metrics.pairwise import rbf_kernel
 
 from flows.topo_adv_multimodal import evaluate, method
+from paperflows.core.seeding import numpy_rng
 from tasks import topology, two_sample
-from tasks.seeding import numpy_rng
 
 
 @pytest.fixture(scope="module")

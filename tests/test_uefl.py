@@ -213,7 +213,7 @@ def test_capacity_matched_control_extends_the_least_uncertain_silos(monkeypatch)
 
 def test_claims_against_fedavg_wait_for_a_working_base_model():
     from flows.uefl.claims import PAPER
-    from tasks.claims import check_claim
+    from paperflows.core.claims import check_claim
     claim = next(c for c in PAPER.claims if c.id == "extension_gain_over_ablation")
     gate = next(c for c in PAPER.claims if c.id == "uefl_base_near_fedavg")
     m = {"gain": {"extension_minority_acc": {"mean": 0.06, "ci_low": 0.04, "ci_high": 0.08},

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from tasks import estimates as est
-from tasks.contract import Claim, Control, Paper, PaperParams, RunContext, RunOutput
+from paperflows.core import estimates as est
+from paperflows.core.contract import Claim, Control, Paper, PaperParams, RunContext, RunOutput
+from paperflows.core.experiment import over_seeds, paper_experiment
+from paperflows.core.records import Records
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
-from tasks.records import Records
 
 TOY = Paper(
     slug="toy", title="Toy paper", method="Mean", paper_class="A", source="tests", official_code=None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"rnp": "RNP", "a2i_rnp": "A2I-RNP", "fr": "FR", "a2i_fr": "A2I-FR", "rnp_aa": "RNP (A/A replicate)"}
 WHERE = ("on synthetic 4-aspect reviews whose label is the target aspect's sentiment, the other aspects' "

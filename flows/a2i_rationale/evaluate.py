@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.a2i_rationale.claims import LABEL
 from flows.a2i_rationale.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 COLUMNS = ("f1", "precision", "recall", "accuracy", "sparsity", "asr", "flip_random", "untrained_asr",
            "untrained_flip_random", "sel_target", "sel_other_same", "sel_other_opposite", "sel_filler",

@@ -11,9 +11,9 @@ import pandas as pd
 
 from flows.a2i_rationale import method
 from flows.a2i_rationale.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every seed draws its own reviews, initialisations and noise streams.

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.a2i_rationale.params import Params
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 # ---------------------------------------------------------------------------------------------- 1. data

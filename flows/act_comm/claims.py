@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 ON_REAL_MODELS = ("between real pretrained models (A = SmolLM2-135M-Instruct is told '<name> is in <city>.', "
                   "B = Gemma-3-270M is asked 'Which country is <name> in?' and answers among 25 countries)")

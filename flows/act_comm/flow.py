@@ -13,8 +13,8 @@ import pandas as pd
 
 from flows.act_comm import method
 from flows.act_comm.params import SMOKE, Params
-from tasks.contract import RunContext
-from tasks.experiment import over_seeds, paper_experiment
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: the shared-text activations are the same for every seed (cached, not drawn); each seed draws its

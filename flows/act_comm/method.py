@@ -31,8 +31,8 @@ import numpy as np
 import torch
 
 from flows.act_comm.params import Combine, Params
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
-from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 MODEL_A, MODEL_B = "smollm2-135m-instruct", "gemma3-270m"

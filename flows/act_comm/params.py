@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from tasks.contract import Distinct, PaperParams, Increasing
+from paperflows.core.contract import Distinct, PaperParams, Increasing
 
 Combine = Literal["replace", "sum", "mean"]
 Depth = Annotated[float, Field(gt=0, le=1)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 PAPER = Paper(
     slug="anova_tpnn",

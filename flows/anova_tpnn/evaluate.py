@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.anova_tpnn import method
 from flows.anova_tpnn.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 BASELINES = ("na2m", "nb2m", "ebm")          # the accuracy claim's "best baseline" is taken over these
 LABELS = {"tpnn": "ANOVA-TPNN", "tpnn_noconstraint": "TPNN, r = -1 (ablation)", "na2m": "NA2M", "nb2m": "NB2M",
@@ -160,7 +160,7 @@ def aggregate(params: Params, records: Records) -> tuple[dict, dict[str, pd.Data
 def _stability_difference(datasets: list[str], dist: dict, a: str, b: str, what: str) -> dict:
     """Stability of model ``a`` minus model ``b`` (components, or the fitted function when ``what == "f"``) per
     dataset, and its mean and worst (minimum) over the datasets, each with a jackknife-t interval over runs
-    (``tasks.stats``: leave one run out of every pair; the percentile bootstrap this used before under-covers at
+    (``paperflows.core.stats``: leave one run out of every pair; the percentile bootstrap this used before under-covers at
     the few runs here)."""
     key = lambda n, m: (n, m, "f") if what else (n, m)
 

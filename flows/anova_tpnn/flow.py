@@ -13,8 +13,8 @@ import pandas as pd
 
 from flows.anova_tpnn import method
 from flows.anova_tpnn.params import SMOKE, Params
-from tasks.contract import RunContext
-from tasks.experiment import paper_experiment, run_mapped, run_task
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 
 
 # Not seed-separable: EBM is fitted on the first `ebm_runs` seeds of the run only.

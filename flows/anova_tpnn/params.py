@@ -6,7 +6,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 Dataset = Literal["synthetic", "diabetes", "breast_cancer"]
 Model = Literal["tpnn", "tpnn_noconstraint", "na2m", "nb2m", "ebm"]

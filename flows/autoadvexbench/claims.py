@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 DECLARED = ("every defence component declares whether it breaks gradients, its BPDA surrogate and whether it is "
             "random, and the agents act on those declarations (A1's BPDA replaces exactly the declared components, "

@@ -10,10 +10,10 @@ import pandas as pd
 from flows.autoadvexbench import method
 from flows.autoadvexbench.method import A0_TWICE, ENSEMBLE
 from flows.autoadvexbench.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 SHOWN = ("null", "A0", "A1", "A2", "A3", ENSEMBLE)
 TASKS = ("tensor_forward", "differentiable_forward", "fgsm")  # the gated tasks; PGD (task 4) has no pass

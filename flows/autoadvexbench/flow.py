@@ -12,9 +12,9 @@ import pandas as pd
 
 from flows.autoadvexbench import method
 from flows.autoadvexbench.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: the zoo is retrained and every agent attacks at each seed; the ensembles combine one seed's

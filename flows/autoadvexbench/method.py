@@ -48,9 +48,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.autoadvexbench.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.attacks import cross_entropy_objective, fgsm, margin_objective, pgd
 from tasks.data import digits_pixels
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import mlp, torch_single_thread, train
 
 SIDE = 8

@@ -3,7 +3,7 @@ its threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 STAND_IN = ("on SmolLM2-135M-Instruct contaminated by LoRA, a four-choice cloze benchmark of three families built "
             "here, rule-based strategies")

@@ -14,9 +14,9 @@ import pandas as pd
 
 from flows.bdc_mitigation import method
 from flows.bdc_mitigation.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 def _examples(params: Params, seed: int) -> list[dict]:

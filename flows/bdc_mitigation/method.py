@@ -35,8 +35,8 @@ import numpy as np
 import torch
 
 from flows.bdc_mitigation.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
-from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 FAMILIES = ("capital", "category", "arithmetic")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"blae": "BLAE", "e4": "E4", "phased_elim": "PhaElimD (unreg. G-design)", "rs_oful": "rs-OFUL",
          "linucb": "LinUCB (sequential)", "blae_no_elim": "BLAE without elimination (control)"}

@@ -10,10 +10,10 @@ import pandas as pd
 from flows.blae_bandit import method
 from flows.blae_bandit.claims import LABEL, NO_ELIM
 from flows.blae_bandit.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 BASELINES = ("e4", "phased_elim", "rs_oful")    # the batched baselines
 E4_WORKS = 0.5   # E4 counts as a working baseline on an instance when its Chernoff test stops in >= half the runs

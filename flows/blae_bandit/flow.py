@@ -12,9 +12,9 @@ import pandas as pd
 
 from flows.blae_bandit import method
 from flows.blae_bandit.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, start_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, start_task
 
 
 # Seed-separable: every instance and noise stream is drawn from its seed alone (LinUCB is vectorised over the

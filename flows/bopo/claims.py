@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"bopo": "BOPO", "reinforce": "REINFORCE (greedy-rollout baseline)", "slim": "SLIM (CE on best of B)",
          "bopo_beta1": "BOPO, beta = 1 (no objective guidance)", "bopo_allpairs": "BOPO, all pairs",

@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.bopo.claims import ABLATIONS, LABEL
 from flows.bopo.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt_estimate
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt_estimate
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

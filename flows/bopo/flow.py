@@ -16,9 +16,9 @@ import pandas as pd
 
 from flows.bopo import method
 from flows.bopo.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 
 # Seed-separable: each seed trains from its own initial weights on its own instances; the test set and the

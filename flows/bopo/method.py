@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from flows.bopo.params import Params
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread, warm_up_optimiser
 
 TEST_SEED = 20_250_000  # the fixed test set, shared by every training seed (paired comparisons)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"bro_la": "BRO + LA (BRONet)", "bro_ce": "BRO + CE", "bro_xent": "BRO + offset-CE", "cayley_ce": "Cayley + CE",
          "soc_ce": "SOC + CE", "cayley_la": "Cayley + LA", "cayley_ce_twin": "Cayley + CE (A/A twin)",

@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.bronet_lipschitz.claims import COMPARISONS, LABEL
 from flows.bronet_lipschitz.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 
 def _per_seed(rows: pd.DataFrame, config: str, column: str) -> np.ndarray:

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.bronet_lipschitz import method
 from flows.bronet_lipschitz.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped, run_task
 
 CONFIGS = ("bro_la", "bro_ce", "bro_xent", "cayley_ce", "soc_ce", "cayley_la", "cayley_ce_twin", "bro_ce_twin")
 

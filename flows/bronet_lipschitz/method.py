@@ -37,10 +37,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.bronet_lipschitz.params import Params
+from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import lipschitz as lip
 from tasks.attacks import margin_objective, pgd
 from tasks.data import digits_pixels
-from tasks.seeding import torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 N_CLASSES = 10

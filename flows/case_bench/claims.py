@@ -3,7 +3,7 @@ the z-tests and the judges on the simulated panel. Scored by ``evaluate.py`` on 
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SWEEP = "over the whole sweep of the simulated panel's knobs (annotator bias spread x context effect; worst setting)"
 

@@ -18,9 +18,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.case_bench import method
 from flows.case_bench.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped, run_task
 
 
 # Not seed-separable: the benchmark (queries, contexts, judge training set) is drawn once, from the first seed of

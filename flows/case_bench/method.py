@@ -28,9 +28,9 @@ from scipy import stats as sps
 from sklearn.metrics import f1_score
 
 from flows.case_bench.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks.agreement import sample_size_for_power, two_proportion_ztest
 from tasks.judge import EmbeddingJudge
-from tasks.seeding import numpy_rng
 
 # SORRY-Bench's 45 categories (the queries CASE-Bench draws on), each with one templated request.
 CATEGORIES = (

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 _FRACTION = ("the metric is itself a frequency over the seeds (worst cell of the fraction of seeds with the "
              "count): the seeds are its sample, and each seed's 0/1 indicator is what the fraction counts")

@@ -14,9 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.ck_ntk_spikes import method
 from flows.ck_ntk_spikes.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, start_task
 from tasks.data import save_bundled
-from tasks.experiment import over_seeds, paper_experiment, start_task
 
 
 # Not seed-separable: the limit is computed once for the run and stored under its first seed, so records grown

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 Activation = Literal["tanh", "relu", "sin", "cubic"]  # normalised activations of method.activation
 

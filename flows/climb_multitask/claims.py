@@ -3,7 +3,7 @@ and its threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 STAND_IN = ("on mini-CLIMB (ECGSYN-morphology ECGs of 9 conditions from three source datasets with their own label sets, "
             "rates and noise, and a small 7-class target; procedural x-ray-like and speckled ultrasound-like lesion images)")

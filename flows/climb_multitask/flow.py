@@ -12,9 +12,9 @@ import pandas as pd
 
 from flows.climb_multitask import method
 from flows.climb_multitask.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 NESTED = ("few_shot", "fusion")  # setting -> arm -> value; spearman(_shuffled) are fusion -> value
 

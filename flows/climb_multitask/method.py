@@ -38,9 +38,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.climb_multitask.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks import correlation
 from tasks.segmentation import GroupLook, lesion_images
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
 
 # ------------------------------------------------------------------------------------------------ ECG world

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("AUFSC+ over all explained events (correct and wrong predictions) of a TGAT-lite model on a synthetic "
          "user-item stream, every explainer at the same budget of model calls per event")

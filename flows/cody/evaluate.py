@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.cody import method
 from flows.cody.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt_estimate
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt_estimate
 
 CODY = tuple(f"cody_{p}" for p in method.POLICIES)
 INFORMED = ("cody_spatiotemporal", "cody_event_impact")
@@ -142,7 +142,7 @@ def _setup(p: Params, metrics: dict) -> str:
         "**Metric.** fid+(s) = share of explained events whose explanation flips the prediction's sign with sparsity "
         "|X| / |candidates| <= s; AUFSC+ = its integral over s in [0, 1] = mean over events of (1 - sparsity) for a "
         f"counterfactual, 0 otherwise. {p.seeds} seeds (a fresh stream, model and event draw per seed); intervals: "
-        "jackknife-t interval over seeds of the ratio of mean AUFSC+ (`tasks.stats.ratio_of_means`). The best CoDy policy and the best baseline are the ones "
+        "jackknife-t interval over seeds of the ratio of mean AUFSC+ (`paperflows.core.stats.ratio_of_means`). The best CoDy policy and the best baseline are the ones "
         "with the highest mean AUFSC+ of the run (the paper's comparison)."
     )
 

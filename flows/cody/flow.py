@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.cody import method
 from flows.cody.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 MODEL_SCORES = ("test_auc", "test_accuracy", "positive_rate", "motif_share")
 

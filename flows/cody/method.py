@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 from flows.cody.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.gnn import TemporalAttention, recent_events
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 POLICIES = ("random", "temporal", "spatiotemporal", "event_impact")

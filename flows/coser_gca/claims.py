@@ -4,7 +4,7 @@ of ``flow.py``."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"authentic": "CoSER-style GCA data (authentic, with thoughts)",
          "inauthentic": "baseline: trait-ignoring synthetic role-play data",

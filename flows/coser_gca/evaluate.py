@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.coser_gca.claims import LABEL
 from flows.coser_gca.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 METRICS = ("bleu", "rouge_l", "fidelity", "anthropomorphism", "storyline_consistency", "life_choice",
            "nsp_invalid_per_scene", "rounds")

@@ -14,9 +14,9 @@ import pandas as pd
 
 from flows.coser_gca import method
 from flows.coser_gca.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: each seed draws its own world, trains its own models and judge, and evaluates on its own books.

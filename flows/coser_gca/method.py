@@ -37,8 +37,8 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from flows.coser_gca.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks.lm import GPTConfig, Tokenizer, cached_lm, make_gpt, sample, train_lm
-from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 # ---------------------------------------------------------------- 1. the world's lexicon

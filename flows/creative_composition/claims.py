@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SWEEP = ("over the sweep of the simulated log's knobs (planted creative share, near-duplicate rate, junk share, "
          "each over its range with the others at their middle value; worst setting)")

@@ -11,10 +11,10 @@ import pandas as pd
 
 from flows.creative_composition import method
 from flows.creative_composition.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 KNOBS = ("creative_share", "duplicate_rate", "junk_share")
 

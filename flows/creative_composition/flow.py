@@ -18,9 +18,9 @@ import pandas as pd
 
 from flows.creative_composition import method
 from flows.creative_composition.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 KNOBS = ("creative_share", "duplicate_rate", "junk_share")
 

@@ -43,8 +43,8 @@ from sklearn.metrics import f1_score, silhouette_score
 from threadpoolctl import threadpool_limits
 
 from flows.creative_composition.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks.embed import minilm_embed
-from tasks.seeding import numpy_rng
 
 DetectorFactory.seed = 0  # langdetect samples n-grams; a fixed seed makes its verdicts reproducible
 _LANGDETECT_INIT = threading.Lock()  # its lazy profile loading is not thread-safe: a seed could see half the profiles

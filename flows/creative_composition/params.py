@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 Share = Annotated[float, Field(gt=0, lt=1)]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WORST = "worst case over the three cost matrices (3 -> {5}; 4 -> {1, 7, 9}; {3, 8} -> {5, 9}), the matrix with the smallest mean"
 SETUP = "digits MLP 64-256-256-10, sigma = 0.5, n0 = 100, n = 2,000, alpha = 0.001, 360 test points"

@@ -10,10 +10,10 @@ import pandas as pd
 from flows.cs_rs import method
 from flows.cs_rs.claims import PAPER
 from flows.cs_rs.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 MATRICES = tuple(method.COST_MATRICES)
 

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.cs_rs import method
 from flows.cs_rs.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_bundled, save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: each seed draws its own split, initialisation, noise and certification draws.

@@ -36,9 +36,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.cs_rs.params import Params
+from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import smoothing
 from tasks.attacks import pgd
-from tasks.seeding import torch_generator, torch_seeded
 from tasks.train import mlp, torch_single_thread, warm_up_optimiser
 
 N_CLASSES = 10

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tasks.contract import Increasing, PaperParams
+from paperflows.core.contract import Increasing, PaperParams
 
 
 class Params(PaperParams):

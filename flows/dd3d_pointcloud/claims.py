@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("IPC = 10, PointNet, procedural shapes in uniform random SO(3) poses at train and test; paired over "
          "seeds (same data, same evaluation-network initialisation)")

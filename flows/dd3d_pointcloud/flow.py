@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.dd3d_pointcloud import method
 from flows.dd3d_pointcloud.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 @paper_experiment("dd3d_pointcloud", Params, smoke=SMOKE, seed_separable=True)

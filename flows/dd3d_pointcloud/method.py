@@ -27,7 +27,7 @@ Read top to bottom:
    set, plus the official random-scale and jitter augmentation, and tested on rotated real test clouds.
 
 Shapes: a cloud batch is ``(B, N, 3)`` float32; labels ``(B,)`` int64. Randomness only through explicit
-seeds: NumPy generators from ``tasks.seeding.numpy_rng(seed, stream)`` and torch generators / seeded
+seeds: NumPy generators from ``paperflows.core.seeding.numpy_rng(seed, stream)`` and torch generators / seeded
 initialisation per (seed, stream), so one method's result does not depend on what else ran.
 """
 
@@ -41,8 +41,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.dd3d_pointcloud.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.point_clouds import shape_classification_set
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 STREAM = {"train": 1, "test": 2, "dd3d": 3, "dd3d_norot": 4, "dm": 5, "random": 6, "eval": 7, "aligned": 8,

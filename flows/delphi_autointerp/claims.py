@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SETUP = ("on SmolLM2-135M-Instruct (TopK SAE on the residual stream after block 14, over Python's help pages; "
          "SmolLM2 itself explains, and scores by log p(Yes) - log p(No); per-latent AUROC of activating against "

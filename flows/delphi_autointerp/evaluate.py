@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from flows.delphi_autointerp.params import Params
-from tasks import estimates as est
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 SCORERS = ("detection", "fuzzing", "embedding")
 SETS = {"sae": "SAE latents", "random": "random directions", "sae_shuffled": "SAE, shuffled explanations",

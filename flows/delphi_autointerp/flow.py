@@ -14,10 +14,10 @@ import pandas as pd
 
 from flows.delphi_autointerp import method
 from flows.delphi_autointerp.params import SMOKE, Params
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks import pretrained as P
-from tasks.contract import RunContext
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: the activations and the hand-made gate are deterministic and seed-free (computed once, the

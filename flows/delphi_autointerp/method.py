@@ -36,10 +36,10 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from flows.delphi_autointerp.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks import pretrained as P
 from tasks.embed import minilm_embed
 from tasks.sae import SparseAutoencoder
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 STREAM_SPLIT, STREAM_RANDOM, STREAM_SHUFFLE, STREAM_FUZZ, STREAM_CHOICE = range(1, 6)

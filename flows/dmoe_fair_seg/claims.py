@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SCALED = ("synthetic 32x32 lesion images (3 groups, training prevalence 80/15/5 %, 1,000 training images, balanced "
           "test set) and a 3-stage TinyUNet (8-16-32 channels, the plan's 16-32-64 halved, and 5 epochs instead of the "

@@ -8,11 +8,11 @@ import pandas as pd
 
 from flows.dmoe_fair_seg import method
 from flows.dmoe_fair_seg.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 LABEL = {"unet": "UNet", "moe": "UNet + MoE (one router)", "dmoe": "UNet + dMoE (router per group)",
          "dmoe_shuffled": "UNet + dMoE, shuffled attribute (control)", "film": "UNet + FiLM(attribute)",

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.dmoe_fair_seg import method
 from flows.dmoe_fair_seg.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped
 
 
 @paper_experiment("dmoe_fair_seg", Params, smoke=SMOKE, seed_separable=True)

@@ -39,8 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.dmoe_fair_seg.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.groups import group_summary
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.segmentation import TinyUNet, dice, iou, lesion_images, predict_masks, train_segmentation
 from tasks.train import torch_single_thread
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 BUDGET = "at a 50% per-epoch budget (every method's training forward+backward passes counted by the shared loop)"
 SCALED = ("laptop scale decided before any run: digits 8x8 (pool 60%, 1,078 images) instead of ImageNet-1k, a "

@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.dynsel_aug import method
 from flows.dynsel_aug.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 LABEL = {"full": "Full data", "random": "Random dynamic selection", "random_b": "Random dynamic selection (2nd stream)",
          "infobatch": "InfoBatch (rescaled, no annealing)", "augment_only": "Augmentation only (random + aug)",

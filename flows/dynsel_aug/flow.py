@@ -12,10 +12,10 @@ import pandas as pd
 
 from flows.dynsel_aug import method
 from flows.dynsel_aug.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
 from tasks.embed import minilm_embed
-from tasks.experiment import paper_experiment, run_mapped
 
 
 # Seed-separable: every seed draws its own split and noise; the prompt embeddings are the same for every seed.

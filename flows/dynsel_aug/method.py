@@ -48,9 +48,9 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from flows.dynsel_aug.params import Params
+from paperflows.core.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
 from tasks.data import digits_pixels
 from tasks.data_defects import with_label_noise
-from tasks.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
 from tasks.selection import Policy, Selection, SelectionState, full_data, random_subset, train_with_selection
 from tasks.train import torch_single_thread
 

@@ -3,7 +3,7 @@ and its threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"dypolyseg": "DyPolySeg", "dypolyseg_rep": "DyPolySeg (replicate: other init + episodes)",
          "no_pcm": "DyPolySeg without PCM", "no_dyho": "DyPolySeg without DyHoConv",

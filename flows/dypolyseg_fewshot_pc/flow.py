@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.dypolyseg_fewshot_pc import method
 from flows.dypolyseg_fewshot_pc.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped
 
 
 # Seed-separable: each seed draws its own class split, scenes and episodes; every arm of a seed runs on them.

@@ -36,8 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.dypolyseg_fewshot_pc.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks import point_clouds as pc
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import torch_single_thread
 
 ARMS = ("dypolyseg", "dypolyseg_rep", "no_pcm", "no_dyho", "protonet_pointnet")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from tasks.contract import PaperParams
+from paperflows.core.contract import PaperParams
 
 
 class Params(PaperParams):

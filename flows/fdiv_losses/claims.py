@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 TASKS = ("classification", "lm", "distillation")
 TASK_LABEL = {"classification": "(a) digits MLP", "lm": "(b) char-LM", "distillation": "(c) LM distillation"}

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.fdiv_losses import method
 from flows.fdiv_losses.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: a seed draws its own split, score vectors, initialisation and batches; the corpus is fixed.

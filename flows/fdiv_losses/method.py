@@ -30,7 +30,7 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from flows.fdiv_losses.params import Params
-from tasks.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
+from paperflows.core.seeding import global_rngs_isolated, numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 Tensor = torch.Tensor

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 LossName = Literal["ce", "kl", "rkl", "chi2", "hellinger", "js", "alpha15", "alpha2",
                    "kl_unigram", "rkl_unigram", "chi2_unigram", "hellinger_unigram", "js_unigram",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 LABEL = {"feddp": "FedDP-KMeans", "sphere": "SpherePacking + DP-Lloyds", "serverpp": "Server k-means++ + DP-Lloyds",
          "kfed": "k-FED (non-private)", "oracle": "Lloyd's k-means++ on pooled data (non-private)",

@@ -14,8 +14,8 @@ from threadpoolctl import threadpool_limits
 
 from flows.feddp_kmeans import method
 from flows.feddp_kmeans.params import SMOKE, Params
-from tasks.contract import RunContext
-from tasks.experiment import over_seeds, paper_experiment, start_task
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, start_task
 
 SAVED_CLIENTS = 10      # Gaussian-mixture clients written to data/ (the rest regenerates from the seed)
 

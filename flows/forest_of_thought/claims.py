@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SOURCE = "abstracts-000.txt #12; plan ../shared/papers/forest_of_thought.md (paper figures from its summaries)"
 GATE = ("one_step_arithmetic",)

@@ -7,10 +7,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from flows.forest_of_thought.params import Params
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 
 def _difference(per_seed: pd.DataFrame, a: str, b: str, corr_a: bool, corr_b: bool) -> dict:

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.forest_of_thought import method
 from flows.forest_of_thought.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 @paper_experiment("forest_of_thought", Params, smoke=SMOKE, seed_separable=True)

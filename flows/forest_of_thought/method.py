@@ -29,8 +29,8 @@ import numpy as np
 import torch
 
 from flows.forest_of_thought.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator
 from tasks import pretrained as P
-from tasks.seeding import numpy_rng, torch_generator
 from tasks.train import torch_single_thread
 
 State = tuple[int, ...]

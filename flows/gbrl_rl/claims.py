@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 # The code trains only GBRL and the NN; no trained ablation of GBRL (e.g. without categorical splits) exists
 # here, so the only null is a strawman that fails by a mile and shows only that the comparison can fail.

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.gbrl_rl import method
 from flows.gbrl_rl.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped
 
 
 def _jobs(envs: list[str], seeds: list[int]) -> list[tuple[str, str, int]]:

@@ -41,7 +41,7 @@ from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT, STATE_TO_IDX  #
 from torch import nn  # noqa: E402
 
 from flows.gbrl_rl.params import GBRLConfig, IrregularConfig, NNConfig, Params  # noqa: E402
-from tasks.seeding import global_rngs_isolated  # noqa: E402
+from paperflows.core.seeding import global_rngs_isolated  # noqa: E402
 from tasks.train import torch_single_thread  # noqa: E402
 
 CATEGORICAL_DTYPE = np.dtype("S128")  # what gbrl reads as categorical features

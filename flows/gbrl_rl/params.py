@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 EnvName = Literal["cartpole", "minigrid_empty", "minigrid_doorkey", "irregular"]
 MINIGRID = ("minigrid_empty", "minigrid_doorkey")

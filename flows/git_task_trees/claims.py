@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = "on 2 held-out synthetic domains (CSBM node graphs + small networkx-family graphs, shared feature space)"
 NOISE = "GIT pretrained on noise domains (ER structure, N(0, I) features: nothing to transfer)"

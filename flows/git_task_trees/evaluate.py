@@ -9,17 +9,17 @@ import pandas as pd
 
 from flows.git_task_trees import method
 from flows.git_task_trees.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 PRETRAINED = ("git", "node_only", "noise")
 
 
 def _second_best(per_seed: np.ndarray) -> dict[str, float]:
     """Second-largest of the column means of ``per_seed`` (seeds, levels), with a jackknife-t interval over seeds
-    (``tasks.stats``; the percentile bootstrap this used before under-covers at 5 seeds): 'at least 2 of 3 levels
+    (``paperflows.core.stats``; the percentile bootstrap this used before under-covers at 5 seeds): 'at least 2 of 3 levels
     >= t' holds exactly when this statistic is >= t."""
     second_largest_mean = lambda by_seed: float(np.sort(by_seed.mean(axis=-1))[-2])  # (levels, seeds) -> scalar
     value = second_largest_mean(per_seed.T)

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.git_task_trees import method
 from flows.git_task_trees.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every seed redraws the world, the domains, the splits and the pretraining.

@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.git_task_trees.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.gnn import SAGELayer, mean_adjacency
 from tasks.graphs import Graph, csbm, family_graph, sbm, undirected_edge_index
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 FAMILIES = ("erdos_renyi", "barabasi_albert", "watts_strogatz", "sbm2")

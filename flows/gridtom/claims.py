@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 ON_REAL_LM = ("on SmolLM2-135M-Instruct reading text GridToM stories (a grid world of four rooms; the object is "
               "moved while the protagonist is away or looking elsewhere, or while the protagonist watches)")

@@ -34,8 +34,8 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from flows.gridtom.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
-from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 STREAM_STORIES, STREAM_SPLIT, STREAM_CONTROL = 1, 2, 3

@@ -9,9 +9,9 @@ import pandas as pd
 
 from flows.gsc_budget import method
 from flows.gsc_budget.params import Params
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 LABEL = {"democratic": "DemocraticProcess", "greedy": "utilitarian greedy", "cluster": "cluster-then-summarize",
          "random": "random slate"}

@@ -15,9 +15,9 @@ import pandas as pd
 
 from flows.gsc_budget import method
 from flows.gsc_budget.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Not seed-separable: the checker sanity check runs on the first seed of the run only.

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from flows.gsc_budget.params import ErrorCell, Params
-from tasks.seeding import numpy_rng
+from paperflows.core.seeding import numpy_rng
 
 EXACT = ErrorCell(beta=0, delta=0, mu=1.0, gamma=1.0)
 METHODS = ("democratic", "greedy", "cluster", "random")

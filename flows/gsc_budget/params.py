@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 Mode = Literal["random", "worst"]
 

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("on the digits' two synthetic modalities (source: 64 pixels; target: ink profiles + projected DCT "
          "+ noise, 40 dims), 3 labelled target samples per class")

@@ -10,10 +10,10 @@ from scipy.stats import binomtest
 
 from flows.heterogeneous_label_shift import method
 from flows.heterogeneous_label_shift.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 LABEL = {"target_only": "target-only (logistic regression, labelled target)",
          "no_align": "source + labelled target, no alignment",

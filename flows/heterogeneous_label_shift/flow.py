@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.heterogeneous_label_shift import method
 from flows.heterogeneous_label_shift.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 EVAL_SEED_OFFSET = 1000
 """Evaluation seed = run seed + this; the development runs used seeds 0 and 100 (decided before the rerun)."""

@@ -52,8 +52,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.heterogeneous_label_shift.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import load_bundled
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import mlp, torch_single_thread
 
 N_CLASSES = 10

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("on planted SBM graphs (n = 500, 5 classes, mean degree 10; homophily 0.8 and 0.25) at train fractions "
          "0.1 / 0.4 / 0.8 (val and test halve the rest), logistic-regression probe on the embeddings alone")

@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.inductive_n2v.claims import PERMUTED
 from flows.inductive_n2v.params import Params
-from tasks import stats
-from tasks.contract import RunOutput
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 from tasks.graphs import block_probabilities
-from tasks.records import Records
 
 
 def _cell(row: pd.Series) -> str:

@@ -12,9 +12,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.inductive_n2v import method
 from flows.inductive_n2v.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: each seed draws its own graphs, splits, trainings and label permutations.

@@ -48,8 +48,8 @@ import torch.nn.functional as F
 from threadpoolctl import threadpool_limits
 
 from flows.inductive_n2v.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.graphs import Graph, block_probabilities, probe_accuracy, sbm
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 from tasks.walks import random_walks, skipgram_loss, skipgram_pairs
 

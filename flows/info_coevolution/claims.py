@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = "on the digits pool (1,347 images, 10% labelled at the start, a model update after every 5% of the pool)"
 SAME_COUNT = "random annotation of the same number of labels (the same initial set, then a uniformly random order)"

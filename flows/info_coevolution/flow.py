@@ -14,9 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.info_coevolution import method
 from flows.info_coevolution.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every row comes from its own seed's split, model and annotation loop.

@@ -50,8 +50,8 @@ from sklearn.neighbors import NearestNeighbors
 from torch import nn
 
 from flows.info_coevolution.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import load_bundled
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.selection import LabelLedger
 from tasks.train import mlp, torch_single_thread, train
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SWEEP = ("over the whole sweep of the DEL simulator's knobs (sequencing depth x nonspecific-binding strength x "
          "on-DNA linker penalty; worst setting, controls at their most favourable setting)")

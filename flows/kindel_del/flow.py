@@ -14,9 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.kindel_del import method
 from flows.kindel_del.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped, run_task
 
 
 # Seed-separable: the library is enumerated from the params alone (no draw), and each seed draws its own ground

@@ -33,8 +33,8 @@ from torch import nn
 from xgboost import XGBRegressor
 
 from flows.kindel_del.params import Params
+from paperflows.core.seeding import torch_seeded
 from tasks.gnn import adjacency
-from tasks.seeding import torch_seeded
 from tasks.train import mlp, predict, torch_single_thread, train
 
 # --- 1. the library -------------------------------------------------------------------------------------------

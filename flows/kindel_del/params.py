@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 PositiveList = Annotated[list[Annotated[float, Field(gt=0)]], Distinct, Increasing]
 

@@ -7,10 +7,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from flows.lapsum.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 BASELINES_TIMED = ("sinkhorn", "neuralsort", "softsort")  # the plan's "faster than" comparison
 

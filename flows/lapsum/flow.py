@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.lapsum import method
 from flows.lapsum.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_bundled
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 
 # Not seed-separable: the runtime scaling is measured once per run, before the seeds (stored under the first seed).

@@ -9,9 +9,9 @@ import pandas as pd
 
 from flows.llm_srbench import method
 from flows.llm_srbench.params import Params
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 SEARCHING = ("gplearn", "skeleton_search", "memorizer")
 """The methods the claims compare (the mean and the oracle skeleton are yardsticks, not methods)."""

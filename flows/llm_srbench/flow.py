@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.llm_srbench import method
 from flows.llm_srbench.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_mapped
 
 
 # Seed-separable: the sympy solutions, computed once for all seeds, are deterministic (no draw); each seed draws

@@ -46,7 +46,7 @@ from gplearn.genetic import SymbolicRegressor
 from scipy.integrate import solve_ivp
 
 from flows.llm_srbench.params import Params
-from tasks.seeding import global_rngs_isolated, numpy_rng
+from paperflows.core.seeding import global_rngs_isolated, numpy_rng
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 PERMUTED = ("NLL score with the model identities permuted (per target and seed): the same rho metric on a ranking "
             "that carries no information about the models")

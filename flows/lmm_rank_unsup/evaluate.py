@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.lmm_rank_unsup import method
 from flows.lmm_rank_unsup.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def _per_seed(rankings: pd.DataFrame, ranker: str, targets: list[str], value: str = "rho") -> np.ndarray:

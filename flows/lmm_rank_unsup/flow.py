@@ -13,9 +13,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.lmm_rank_unsup import method
 from flows.lmm_rank_unsup.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every seed draws its own split, trains its own zoo and builds its own targets.

@@ -38,9 +38,9 @@ from sklearn.linear_model import LogisticRegression
 from torch import nn
 
 from flows.lmm_rank_unsup.params import ModelSpec, Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import digits_pixels
 from tasks.federated import shift_digits
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import mlp, torch_single_thread, train
 
 INK = 16.0  # a digits pixel holds 0..16 units of ink

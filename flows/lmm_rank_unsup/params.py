@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 
 class ModelSpec(BaseModel):

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 _SELECTED = Control(
     name="best of as many fresh unguided draws as LTG has weights, chosen on validation tail accuracy (LTG's "

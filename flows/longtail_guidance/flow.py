@@ -15,9 +15,9 @@ import pandas as pd
 
 from flows.longtail_guidance import method
 from flows.longtail_guidance.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import digits_pixels, save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: a seed draws its own long-tailed split and every model's initialisation and noise.

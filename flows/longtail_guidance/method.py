@@ -44,9 +44,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.longtail_guidance.params import Params
+from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import diffusion
 from tasks.data import digits_pixels, load_parquet
-from tasks.seeding import torch_generator, torch_seeded
 from tasks.train import torch_single_thread, train
 
 N_CLASSES = 10

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper
+from paperflows.core.contract import Claim, Control, Paper
 
 # Fixed from the plan before any run (never tuned on results; the plan's activations are in params.py):
 SUFFICIENT_FRACTION = 0.25              # "width w* reaches <= 0.25 x the width-(w* - 1) lower bound"

@@ -10,8 +10,8 @@ import pandas as pd
 from flows.min_width_squashable import method
 from flows.min_width_squashable.claims import CONSTRUCTION_TOL, CONTROL, PLAN_MIN_DEPTH, SUFFICIENT_FRACTION
 from flows.min_width_squashable.params import PLAN_ACTIVATIONS, Params
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def _missing_as_none(value):

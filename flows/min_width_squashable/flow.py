@@ -14,9 +14,9 @@ import pandas as pd
 
 from flows.min_width_squashable import method
 from flows.min_width_squashable.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, start_task
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped, start_task
 
 
 # Not seed-separable: every (target, depth) job trains the nets of all seeds in one batch and its wall time is

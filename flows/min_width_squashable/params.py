@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 # The names of ``method.ACTIVATIONS``, in its order (a test checks that they agree).
 Activation = Literal["sigmoid", "tanh", "softplus", "gelu", "sin", "exp", "square", "leaky_relu", "hardswish", "elu",

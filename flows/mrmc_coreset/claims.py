@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = "on digits and a 10-class make_classification pool (test accuracy, mean over the two pools, paired over seeds)"
 MRMC = "MRMC (reconstructed: squared-loss reduction over the first E_early proxy epochs, class quotas)"

@@ -11,10 +11,10 @@ from flows.mrmc_coreset import method
 from flows.mrmc_coreset.claims import ratio_key
 from flows.mrmc_coreset.method import BASELINES, LABEL, METHODS
 from flows.mrmc_coreset.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.mrmc_coreset import method
 from flows.mrmc_coreset.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 
 # Not seed-separable: the selection timing runs once, on the first seed of the run.

@@ -42,10 +42,10 @@ from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 
 from flows.mrmc_coreset.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
+from tasks.correlation import spearman
 from tasks.data_defects import bundled_table
 from tasks.selection import fixed_subset, forgetting_counts, full_data, score_pool, train_with_selection
-from tasks.seeding import numpy_rng, torch_seeded
-from tasks.correlation import spearman
 from tasks.train import mlp, predict, torch_single_thread, warm_up_optimiser
 
 CORE_METHODS = ("random", "balanced_random", "herding", "forgetting", "el2n", "mrmc", "mrmc_strata", "mrmc_noquota")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SWEEP = "at every swept share of rewrites that keep the harmful request (worst setting)"
 CONFIGS = ("the 4 configurations under test (SmolLM2-135M-Instruct and Gemma-3-270M base, each with and without a "

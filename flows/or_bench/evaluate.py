@@ -10,10 +10,10 @@ import pandas as pd
 from scipy import stats as sps
 
 from flows.or_bench.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

@@ -19,9 +19,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.or_bench import method
 from flows.or_bench.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped, run_task
 
 MODELS = tuple(dict.fromkeys(c.model for c in method.CONFIGS))
 

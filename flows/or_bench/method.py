@@ -31,9 +31,9 @@ from sklearn.naive_bayes import MultinomialNB
 import torch
 
 from flows.or_bench.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
 from tasks.agreement import two_proportion_ztest
-from tasks.seeding import numpy_rng
 
 # moderator/config.py's ten categories, each with four (harmful request, protective counterpart) pairs
 ACTIONS = {

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 
 class Params(PaperParams):

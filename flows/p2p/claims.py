@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 AT = "at one fixed kept fraction (r_eval of the pixels) on clean test images"
 RANDOM = "random superpixels (P2P's groups and predictor, random scores) in P2P's place"

@@ -11,9 +11,9 @@ import pandas as pd
 
 from flows.p2p import method
 from flows.p2p.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: each seed draws its own data from its own streams and trains its own models.

@@ -30,7 +30,7 @@ from sklearn.datasets import load_digits
 from torch import nn
 
 from flows.p2p.params import Params
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 SIDE = 32             # canvas side (pixels)

@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.placefield_td import method
 from flows.placefield_td.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 CONDITIONS = ("fixed", "learned", "learned_noise", "drift_only")   # drift_only: the negative control
 PER_SEED_KEYS = ("episodes_to_criterion", "mean_latency", "late_latency", "density_before", "density_after",

@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.placefield_td import method
 from flows.placefield_td.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 CONDITIONS = ("fixed", "learned", "learned_noise", "drift_only")   # drift_only: the negative control
 FIELD_CHANGES = ("shift_between_start_goal", "width_change_between_start_goal", "amp_change_between_start_goal",

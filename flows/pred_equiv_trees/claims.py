@@ -3,7 +3,7 @@ and its threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 PAPER = Paper(
     slug="pred_equiv_trees",

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from flows.pred_equiv_trees.params import CLAIM_P, Params
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

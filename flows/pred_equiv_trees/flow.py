@@ -16,9 +16,9 @@ import pandas as pd
 
 from flows.pred_equiv_trees import method
 from flows.pred_equiv_trees.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, paper_task, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, paper_task, run_mapped
 
 
 @paper_task

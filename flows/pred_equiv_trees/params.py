@@ -6,7 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from tasks.contract import PaperParams
+from paperflows.core.contract import PaperParams
 
 Dataset = Literal["breast_cancer", "wine", "planted_dnf"]
 DATASETS: tuple[str, ...] = get_args(Dataset)  # a dataset's index here seeds its units: never reorder

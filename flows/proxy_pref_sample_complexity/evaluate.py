@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.proxy_pref_sample_complexity import method
 from flows.proxy_pref_sample_complexity.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 CURVES = {  # series name -> (method, setting) of the per-seed rows
     "true_only": ("true_only", "none"),
@@ -27,7 +27,7 @@ CURVES = {  # series name -> (method, setting) of the per-seed rows
 
 def _crossing(sizes: np.ndarray, baseline: np.ndarray, reference: np.ndarray, ref: int) -> dict[str, float]:
     """``method.crossing_n`` of the seed-mean baseline curve at the seed-mean reference KL at grid point ``ref``,
-    with a jackknife-t interval over seeds (both learners' seed left out together; ``tasks.stats``: the percentile
+    with a jackknife-t interval over seeds (both learners' seed left out together; ``paperflows.core.stats``: the percentile
     bootstrap used before under-covers at small n). ``baseline``, ``reference``: (n_seeds, G) KL."""
     def crossing(baseline_by_seed: np.ndarray, reference_by_seed: np.ndarray) -> float:   # (G, n), (n,)
         return method.crossing_n(sizes, baseline_by_seed.mean(axis=-1), reference_by_seed.mean())[0]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 
 class Params(PaperParams):

@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.quantum_reuploading import method
 from flows.quantum_reuploading.params import Params
-from tasks import estimates as est
-from tasks import stats
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 from tasks.correlation import spearman
-from tasks.contract import RunOutput
-from tasks.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

@@ -11,9 +11,9 @@ import pandas as pd
 
 from flows.quantum_reuploading import method
 from flows.quantum_reuploading.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped
 from tasks.train import torch_single_thread
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("on SmolLM2-135M-Instruct (ROME on block 6's MLP down-projection; per seed 12 counterfactual month edits, "
          "2 at each ring distance d in {1,...,6} of the 12-month cycle, plus 2 same-object edits); mean over seeds "

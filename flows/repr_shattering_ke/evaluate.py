@@ -10,11 +10,11 @@ from sklearn.manifold import Isomap
 
 from flows.repr_shattering_ke import method
 from flows.repr_shattering_ke.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt_estimate
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt_estimate
 
 BY_DISTANCE = ["R_rome", "R_random", "R_others_rome", "R_days_rome", "R_edit_layer_rome", "recall_drop_rome",
                "recall_drop_random", "month_recall_drop_rome", "day_recall_drop_rome", "recall_prob_drop_rome",

@@ -16,9 +16,9 @@ import pandas as pd
 
 from flows.repr_shattering_ke import method
 from flows.repr_shattering_ke.params import SMOKE, Params
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks import pretrained as P
-from tasks.contract import RunContext
-from tasks.experiment import over_seeds, paper_experiment
 
 
 def key_moment_path(params: Params, data_dir: Path) -> Path:

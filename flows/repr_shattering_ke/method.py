@@ -47,9 +47,9 @@ from scipy import stats as sps
 from scipy.spatial.distance import pdist, squareform
 
 from flows.repr_shattering_ke.params import Params
+from paperflows.core.seeding import numpy_rng
 from tasks import pretrained as P
 from tasks.correlation import spearman
-from tasks.seeding import numpy_rng
 from tasks.train import torch_single_thread
 
 ROME_EARLY_STOP = 5e-2       # compute_v: stop once the v* loss is below this

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 
 def _ratio_claim(problem: str, est: str) -> Claim:

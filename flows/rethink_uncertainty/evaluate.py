@@ -11,10 +11,10 @@ import pandas as pd
 
 from flows.rethink_uncertainty import method
 from flows.rethink_uncertainty.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 EST_LABEL = {"eps_z": "eps_z: (E_theta H[z|theta] - H[p_true(z)])^2",
              "eps_theta": "eps_theta: (BALD - true parameter EIG)^2"}

@@ -12,9 +12,9 @@ import pandas as pd
 
 from flows.rethink_uncertainty import method
 from flows.rethink_uncertainty.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_mapped
 from tasks.data import save_bundled, save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_mapped
 
 
 # Not seed-separable: active learning runs on the first `al_seeds` seeds of the run only.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Paper, ci
+from paperflows.core.contract import Claim, Paper, ci
 
 # Every check below runs on data we designed so that its answer is known (the label lives in a chosen mode; the
 # features are the graph's own spectral coordinates plus noise we set), with strengths set after a pilot: each

@@ -10,10 +10,10 @@ from scipy.stats import ks_2samp
 
 from flows.rings_graph_eval import method
 from flows.rings_graph_eval.params import Params
-from tasks import stats
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 from tasks.correlation import spearman
-from tasks.contract import RunOutput
-from tasks.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:

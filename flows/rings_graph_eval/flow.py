@@ -18,9 +18,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.rings_graph_eval import method
 from flows.rings_graph_eval.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_mapped, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_mapped, run_task
 
 
 def separability_task(distributions: dict[str, np.ndarray], n_permutations: int, alpha: float) -> list[dict]:

@@ -30,8 +30,8 @@ from sklearn.model_selection import StratifiedKFold
 from torch import nn
 
 from flows.rings_graph_eval.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.graphs import real_graph
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 DATASET_STREAM = {"atlas": 1, "feature_only": 2, "structure_only": 3, "both": 4}

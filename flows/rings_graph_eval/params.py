@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 Mode = Literal["original", "empty_features", "random_features", "shuffled_features", "complete_features",
                "empty_graph", "complete_graph", "random_graph"]

@@ -3,7 +3,7 @@ its threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 MODEL = ("on SmolLM2-135M-Instruct LoRA fine-tunes (data built here: 24 harmful and 24 benign tasks, four held-out "
          "attacks: role-play, fiction, past tense, leetspeak; keyword refusal judge)")

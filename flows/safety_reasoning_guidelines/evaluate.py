@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.safety_reasoning_guidelines import method
 from flows.safety_reasoning_guidelines.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 LABEL = {"rt": "RT (refusal training)", "srg": "SRG (reasoning with guidelines)",
          "filler": "RT behind a content-free trace", "rt_permuted": "RT with permuted harm labels"}

@@ -13,8 +13,8 @@ import pandas as pd
 
 from flows.safety_reasoning_guidelines import method
 from flows.safety_reasoning_guidelines.params import SMOKE, Params
-from tasks.contract import RunContext
-from tasks.experiment import over_seeds, paper_experiment
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: the task split, the LoRA init and data order, and the samples come from the seed alone; the

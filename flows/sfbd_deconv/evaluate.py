@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.sfbd_deconv.claims import KINDS, PRIMARY
 from flows.sfbd_deconv.params import Params
-from tasks import estimates as est
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt_estimate
+from paperflows.core import estimates as est
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt_estimate
 
 LABEL = {"toy": "2-D density (sliced W2 to held-out clean data)", "digits": "8x8 digits (digits-FID)"}
 

@@ -14,9 +14,9 @@ import pandas as pd
 
 from flows.sfbd_deconv import method
 from flows.sfbd_deconv.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_parquet
-from tasks.experiment import paper_experiment, run_mapped
 
 
 @paper_experiment("sfbd_deconv", Params, smoke=SMOKE, seed_separable=True)

@@ -35,9 +35,9 @@ import torch
 from torch import nn
 
 from flows.sfbd_deconv.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks import diffusion
 from tasks.data import digits_pixels, make_toy_2d
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import mlp, torch_single_thread, train
 from tasks.two_sample import frechet_distance, mmd_rbf, sliced_wasserstein
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import PaperParams
+from paperflows.core.contract import PaperParams
 
 
 class Params(PaperParams):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 SPECTRUM_NAMES = {"isotropic": "isotropic inputs (primary)",
                   "power_law": "power-law inputs (secondary: spectrum chosen after isotropic runs failed)"}

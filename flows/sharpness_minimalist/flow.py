@@ -12,9 +12,9 @@ import pandas as pd
 
 from flows.sharpness_minimalist import method
 from flows.sharpness_minimalist.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_bundled, save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 TIMINGS = ("minimalist_s", "mlp_s", "minimalist_cpu_s", "mlp_cpu_s")
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 NO_INTERVAL_PASS_FRACTION = ("the metric is itself a count over seeds (the fraction of seeds whose test passes at "
                              "level 0.05); under exactness one failure in 5 seeds is expected 23% of the time")

@@ -11,10 +11,10 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from flows.speculative_diffusion.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 ALPHA = 0.05  # level of the exactness tests (plan claim 2)
 PLAIN = {"draft": "plain"}

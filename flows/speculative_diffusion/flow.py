@@ -13,9 +13,9 @@ import pandas as pd
 
 from flows.speculative_diffusion import method
 from flows.speculative_diffusion.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every seed trains its own target and draft models on its own data and draws its own samples.

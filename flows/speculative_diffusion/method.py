@@ -30,11 +30,11 @@ import numpy as np
 import torch
 
 from flows.speculative_diffusion.params import Params
+from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import diffusion
-from tasks.data import digits_pixels, make_toy_2d
-from tasks.seeding import torch_generator, torch_seeded
-from tasks.train import torch_single_thread
 from tasks import two_sample
+from tasks.data import digits_pixels, make_toy_2d
+from tasks.train import torch_single_thread
 from tasks.two_sample import energy_distance
 
 # f(x (m, d), k (m,) long) -> (m, d): the target (or draft) model, called on a batch of states at their own steps

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, Increasing, PaperParams
+from paperflows.core.contract import Distinct, Increasing, PaperParams
 
 TOY_2D = ("moons", "eight_gaussians", "checkerboard", "swiss_roll")  # tasks.data.TOY_2D_NAMES (checked in the tests)
 Dataset = Literal["moons", "eight_gaussians", "checkerboard", "swiss_roll", "digits"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper
+from paperflows.core.contract import Claim, Control, Paper
 
 SPEED_SANITY = ("a sanity check, not counted: the time ratio is one wall-clock measurement per table (the "
                 "baselines run once, on one seed, in a shared process), not the method and the baseline interleaved "

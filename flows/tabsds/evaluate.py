@@ -9,9 +9,9 @@ import pandas as pd
 
 from flows.tabsds import method
 from flows.tabsds.params import Params
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 
 def evaluate(params: Params, records: Records) -> RunOutput:
@@ -29,7 +29,7 @@ def evaluate(params: Params, records: Records) -> RunOutput:
 
     def paired(dataset: str, method_a: str, other: str, column: str) -> tuple[np.ndarray, np.ndarray]:
         """``column`` of ``method_a`` and of ``other`` on the seeds where both ran (the baselines run on the first
-        seeds only, so the seed sets differ by design: ``tasks.estimates.aligned`` would refuse them)."""
+        seeds only, so the seed sets differ by design: ``paperflows.core.estimates.aligned`` would refuse them)."""
         a = runs[(runs["dataset"] == dataset) & (runs["method"] == method_a)].set_index("seed")[column]
         b = runs[(runs["dataset"] == dataset) & (runs["method"] == other)].set_index("seed")[column]
         common = a.index.intersection(b.index)

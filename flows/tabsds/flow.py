@@ -14,8 +14,8 @@ import pandas as pd
 
 from flows.tabsds import method
 from flows.tabsds.params import SMOKE, Params
-from tasks.contract import RunContext
-from tasks.experiment import paper_experiment, run_mapped, run_task
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped, run_task
 
 
 # Not seed-separable: the baselines run on the first `baseline_seeds` seeds of the run only, and the timing row

@@ -44,9 +44,9 @@ from sklearn.preprocessing import QuantileTransformer
 from torch import nn
 
 from flows.tabsds.params import Params, Table
+from paperflows.core.seeding import global_rngs_seeded, torch_generator, torch_seeded
 from tasks.data import load_bundled, save_parquet
 from tasks.diffusion import TimeConditionedMLP, ddpm_schedule
-from tasks.seeding import global_rngs_seeded, torch_generator, torch_seeded
 from tasks.train import torch_single_thread, warm_up_optimiser
 from tasks.two_sample import energy_distance, pairwise_distances
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 Table = Literal["breast_cancer", "wine", "diabetes", "fair"]
 BaselineName = Literal["gaussian_copula", "ctgan", "tvae", "arf", "tabddpm", "marginals", "bootstrap"]

@@ -3,7 +3,7 @@ threshold."""
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("on a drifting synthetic temporal graph (3 tasks x 2 new classes, class means rotating by `drift` rad over "
          "the stream), TGAT-lite backbone, average over tasks of the accuracy on each period's held-out events")

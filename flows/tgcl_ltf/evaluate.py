@@ -9,10 +9,10 @@ import pandas as pd
 
 from flows.tgcl_ltf import method
 from flows.tgcl_ltf.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 LABEL = {"finetune": "Finetune (new classes only)", "joint": "Joint (all period data)", "er": "ER-random",
          "er_b": "ER-random (independent draw)", "icarl": "iCaRL (herding)", "ewc": "EWC", "lwf": "LwF",

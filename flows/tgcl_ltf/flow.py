@@ -11,9 +11,9 @@ import pandas as pd
 
 from flows.tgcl_ltf import method
 from flows.tgcl_ltf.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: a seed draws its own stream, trains its own task-0 model and every method from it.

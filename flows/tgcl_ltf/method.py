@@ -40,9 +40,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from flows.tgcl_ltf.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.gnn import TemporalAttention, recent_events
 from tasks.graphs import EventStream, temporal_stream
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import torch_single_thread
 
 METHODS = ("finetune", "joint", "er", "er_b", "icarl", "ewc", "lwf", "ltf", "ltf_select", "ltf_official")

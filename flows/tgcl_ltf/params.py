@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tasks.contract import PaperParams
+from paperflows.core.contract import PaperParams
 
 
 class Params(PaperParams):

@@ -9,12 +9,12 @@ import pandas as pd
 
 from flows.topo_adv_multimodal import method
 from flows.topo_adv_multimodal.params import Params
-from tasks import estimates as est
-from tasks import stats
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt_estimate
 from tasks.correlation import spearman
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt_estimate
 
 LABEL = {"fgsm": "FGSM", "pgd": "PGD untargeted", "pgd_targeted": "PGD targeted", "noise": "random sign noise",
          "plain": "MMD on embeddings", "tp": "MMD on [embedding, dL_TP/dx]", "mk": "MMD on [embedding, dL_MK/dx]",
@@ -37,7 +37,7 @@ def _monotonicity(sweep: pd.DataFrame, losses: list[str]) -> tuple[dict, pd.Data
             aligned[kind], sign = _sign_aligned(per_seed)
             entry[kind] = {**stats.median_ci(aligned[kind]), "sign": sign, "per_seed_spearman": per_seed.tolist()}
             rows += [{"loss": loss, "kind": kind, "seed": s, "spearman": v} for s, v in zip(sorted(curves["seed"].unique()), per_seed)]
-        # >= t iff at least 2 of 3 attacks' medians reach t; Bonferroni order-statistic interval (tasks.stats)
+        # >= t iff at least 2 of 3 attacks' medians reach t; Bonferroni order-statistic interval (paperflows.core.stats)
         entry["second_best"] = stats.ranked_median(np.stack([aligned[a] for a in method.ATTACKS]), 2)
         entry["per_attack"] = {k: entry[k]["median"] for k in method.ATTACKS}
         out[loss] = entry

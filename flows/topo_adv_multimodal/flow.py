@@ -14,9 +14,9 @@ import pandas as pd
 
 from flows.topo_adv_multimodal import method
 from flows.topo_adv_multimodal.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: each seed trains its own encoder and draws its own captions, attacks and batches.

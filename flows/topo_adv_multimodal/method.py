@@ -30,8 +30,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from flows.topo_adv_multimodal.params import Params
+from paperflows.core.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks import attacks, topology
-from tasks.seeding import numpy_rng, torch_generator, torch_seeded
 from tasks.train import mlp, torch_single_thread
 
 ATTACKS = ("fgsm", "pgd", "pgd_targeted")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = ("on 9 digit silos (5 original, 2 rotated + noisy, 2 inverted + blurred), every method trained for as "
          "many rounds as UEFL used on that seed")

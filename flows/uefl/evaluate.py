@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.uefl import method
 from flows.uefl.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 METHODS = ("uefl", "uefl_no_extension", "uefl_least_uncertain", "fedavg", "fedprox", "fedper", "fedavg_homogeneous")
 LABEL = {"uefl": "UEFL", "uefl_no_extension": "UEFL without extension (ablation)",

@@ -14,9 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.uefl import method
 from flows.uefl.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment
 
 
 # Seed-separable: every seed splits the digits into its own silos and trains every method on them.

@@ -44,7 +44,7 @@ uncertainty that drives the extension is measured on the silos' test sets: a lea
 the images it is then scored on), kept to follow the official code and disclosed in the report.
 
 Randomness only through explicit seeds: NumPy generators keyed by (seed, stream), torch initialisation
-under ``tasks.seeding.torch_seeded``, dropout masks from a per-model ``torch.Generator``.
+under ``paperflows.core.seeding.torch_seeded``, dropout masks from a per-model ``torch.Generator``.
 """
 
 from __future__ import annotations
@@ -59,10 +59,10 @@ from sklearn.cluster import KMeans
 from torch import nn
 
 from flows.uefl.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import load_bundled
 from tasks.federated import Silo, average_states, fedavg, local_train, partition, shift_digits
 from tasks.groups import group_summary
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import torch_single_thread
 
 N_CLASSES = 10

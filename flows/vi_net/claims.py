@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 WHERE = "on scikit-learn's 8x8 digits, a 4-block CNN truncated after the run's first L (default 2)"
 SCALED = ("digits and a 4-block CNN instead of CIFAR-10/100 ResNets; VCA (Livni et al.) instead of the paper's "

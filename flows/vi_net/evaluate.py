@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from flows.vi_net.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
-from tasks.report import fmt
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
+from paperflows.core.report import fmt
 
 LABEL = {"full": "full CNN (6 weight layers)", "vinet": "VI-Net (VCA generators, |g| layer, linear head)",
          "vinet_permuted": "VI-Net, generators fitted on permuted labels (control)",

@@ -15,9 +15,9 @@ from threadpoolctl import threadpool_limits
 
 from flows.vi_net import method
 from flows.vi_net.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 
 # Not seed-separable: the throughput of every seed's models is timed in one task after all seeds have trained,

@@ -32,8 +32,8 @@ from sklearn.preprocessing import PolynomialFeatures, StandardScaler
 from torch import nn
 
 from flows.vi_net.params import Params
+from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import digits_pixels
-from tasks.seeding import numpy_rng, torch_seeded
 from tasks.train import torch_single_thread, train, warm_up_optimiser
 
 N_CLASSES = 10

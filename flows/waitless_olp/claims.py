@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.contract import Claim, Control, Paper, ci
+from paperflows.core.contract import Claim, Control, Paper, ci
 
 # The negative control of every regret claim: the same policy, same instances, same metric, with the LP
 # re-solves removed. If it also beat first-order by the claimed margin, the LPs would not be what wins.

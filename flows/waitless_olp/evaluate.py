@@ -8,10 +8,10 @@ import pandas as pd
 
 from flows.waitless_olp.method import exponent_tag, resolve_frequency
 from flows.waitless_olp.params import Params
-from tasks import estimates as est
-from tasks import stats
-from tasks.contract import RunOutput
-from tasks.records import Records
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 
 TIMED = ("lp_every_step", "waitless", "first_order")
 TIMED_COLUMNS = ("seconds", "regret", "n_lp", "lp_seconds")

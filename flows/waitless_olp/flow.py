@@ -10,9 +10,9 @@ import pandas as pd
 
 from flows.waitless_olp import method
 from flows.waitless_olp.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import over_seeds, paper_experiment, run_task
 from tasks.data import save_parquet
-from tasks.experiment import over_seeds, paper_experiment, run_task
 
 TIMED = ("lp_every_step", "waitless", "first_order")
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.contract import Distinct, PaperParams
+from paperflows.core.contract import Distinct, PaperParams
 
 InstanceKind = Literal["uniform", "correlated"]   # official data types 1 and 2
 FOMode = Literal["between", "ends"]               # where the wait-less first-order steps run

@@ -9,11 +9,11 @@ import pandas as pd
 
 from flows.x_hacking import method
 from flows.x_hacking.params import Params
-from tasks import estimates as est
-from tasks import stats
+from paperflows.core import estimates as est
+from paperflows.core import stats
+from paperflows.core.contract import RunOutput
+from paperflows.core.records import Records
 from tasks.correlation import spearman
-from tasks.contract import RunOutput
-from tasks.records import Records
 
 
 def _tts_table(runs: list[dict]) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def speedup_summary(runs: list[dict], budget: int, min_success_rate: float = 0.5
     median trials-to-success (random) / median trials-to-success (BO) is reported (``pairs``). The
     headline is a geometric mean with an interval valid at 5 seeds: per seed, the mean over susceptible
     pairs of log(random / BO) trials-to-success, then a Student-t interval over seeds on that log scale
-    (``tasks.stats``), exponentiated. Medians have no 95% interval below 6 seeds and the percentile
+    (``paperflows.core.stats``), exponentiated. Medians have no 95% interval below 6 seeds and the percentile
     bootstrap used before covers ~83% at 5. NaN when no pair is susceptible. ``censored``: the fraction of
     (susceptible pair, seed) searches where either searcher never succeeded within the budget (its
     time is then the censoring value budget + 1, so the ratio is partly a ratio of budgets).

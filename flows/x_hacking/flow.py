@@ -16,9 +16,9 @@ import pandas as pd
 
 from flows.x_hacking import method
 from flows.x_hacking.params import SMOKE, Params
-from tasks.contract import RunContext
+from paperflows.core.contract import RunContext
+from paperflows.core.experiment import paper_experiment, run_mapped
 from tasks.data import save_bundled
-from tasks.experiment import paper_experiment, run_mapped
 
 
 # Not seed-separable: the synthetic sweep runs on the first `synth_seeds` seeds of the run.

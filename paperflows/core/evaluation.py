@@ -1,9 +1,9 @@
 """The evaluation half of a paper: records in, estimates, claims, tables, figure and report out.
 
 It runs in its own DVC stage (``<slug>-eval``) without Prefect or training: editing a threshold, a note, the
-figure or :mod:`tasks.stats` re-scores in seconds. The paper's fixed prose is ``flows/<slug>/NOTES.md``; the
+figure or :mod:`paperflows.core.stats` re-scores in seconds. The paper's fixed prose is ``flows/<slug>/NOTES.md``; the
 ``notes`` its ``evaluate`` returns hold only generated text (numbers), appended after it. A paper with a
-``seed_cap`` is scored in up to two looks (:mod:`tasks.sequential`).
+``seed_cap`` is scored in up to two looks (:mod:`paperflows.core.sequential`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any, Callable
 
 import matplotlib.pyplot as plt
 
-from tasks import stats
-from tasks.claims import ClaimResult, check_claims
-from tasks.contract import Paper, PaperParams, RunContext, RunOutput
-from tasks.records import Records, select_seeds
-from tasks.report import write_report
-from tasks.sequential import LOOK_CONFIDENCE, combine_looks, undecided
+from paperflows.core import stats
+from paperflows.core.claims import ClaimResult, check_claims
+from paperflows.core.contract import Paper, PaperParams, RunContext, RunOutput
+from paperflows.core.records import Records, select_seeds
+from paperflows.core.report import write_report
+from paperflows.core.sequential import LOOK_CONFIDENCE, combine_looks, undecided
 
 Evaluate = Callable[[PaperParams, Records], RunOutput]
 

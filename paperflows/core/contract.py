@@ -1,7 +1,7 @@
 """The flow contract's data: what a paper declares (``Paper``, ``Claim``, ``PaperParams``) and what a
 run gets and returns (``RunContext``, ``RunOutput``).
 
-This module imports neither Prefect nor the rest of ``tasks``: the experiment decorator, the claim
+This module imports neither Prefect nor the rest of the core: the experiment decorator, the claim
 checker and the report writer all build on it, and a params model can be validated without starting Prefect.
 
 A paper folder ``flows/<slug>/`` declares:
@@ -10,7 +10,7 @@ A paper folder ``flows/<slug>/`` declares:
   ``params.yaml``) and ``SMOKE`` (overrides that make the run take seconds). It imports no heavy
   library, so ``paperflows check`` validates every paper in well under a second;
 * ``method.py``: the algorithm, no Prefect; its functions take the frozen ``Params``;
-* ``flow.py``: the experiment, one function decorated with :func:`tasks.experiment.paper_experiment`,
+* ``flow.py``: the experiment, one function decorated with :func:`paperflows.core.experiment.paper_experiment`,
   returning per-seed records;
 * ``claims.py``: ``PAPER`` (a :class:`Paper` with its claims, fixed before any run);
 * ``evaluate.py``: ``evaluate(params, records)``, returning a :class:`RunOutput`; ``NOTES.md``: its fixed prose.
@@ -31,7 +31,7 @@ Role = Literal["claim", "sanity"]
 
 
 def ci(metric: str) -> tuple[str, str]:
-    """The names of a metric's 95% interval as :mod:`tasks.stats` writes them next to it:
+    """The names of a metric's 95% interval as :mod:`paperflows.core.stats` writes them next to it:
     ``ci("speedup")`` is ``("speedup.ci_low", "speedup.ci_high")``, for ``Claim.interval`` and
     ``Control.interval``."""
     return (f"{metric}.ci_low", f"{metric}.ci_high")
@@ -54,7 +54,7 @@ class Control(BaseModel):
 
 class Claim(BaseModel):
     """One checkable claim: ``metrics[metric] <comparison> threshold``, with the rules that make its
-    verdict able to fail (see :mod:`tasks.claims`).
+    verdict able to fail (see :mod:`paperflows.core.claims`).
 
     ``role``: ``"claim"`` (a claim of the paper; counted in "x/y reproduced") or ``"sanity"`` (a check of
     our own implementation, or one that holds by construction; reported apart, never counted).
@@ -166,7 +166,7 @@ class PaperParams(BaseModel):
 
     seeds: int = Field(ge=1, le=100, description="number of seeds (instances, repetitions); with a seed_cap, the "
                                                  "seeds of the first look")
-    seed_cap: int | None = Field(None, ge=2, le=100, description="two looks (tasks.sequential): the most seeds a claim "
+    seed_cap: int | None = Field(None, ge=2, le=100, description="two looks (paperflows.core.sequential): the most seeds a claim "
                                  "undecided at the first look may use; none: one look at `seeds`")
     extra_seeds: int = Field(0, ge=0, le=99, description="seeds added for the second look (written by "
                              "`paperflows extend` when a claim is undecided at the first)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tasks.claims import ClaimResult
+from paperflows.core.claims import ClaimResult
 
 ALPHA_ONE_SIDED = 0.025
 LOOKS = 2

@@ -20,7 +20,7 @@ before fails it):
 One seed gives no interval (NaN): a single seed cannot show spread. Zero spread (every seed equal, as for an
 exact computation) gives the point itself.
 
-A claim reads a two-sided 95% interval strictly on its side of the threshold (:mod:`tasks.claims`), which is a
+A claim reads a two-sided 95% interval strictly on its side of the threshold (:mod:`paperflows.core.claims`), which is a
 one-sided test at the 2.5% level; every claim in the project uses that one rule.
 """
 
@@ -42,7 +42,7 @@ _LEVEL: ContextVar[float] = ContextVar("confidence", default=CONFIDENCE)
 @contextmanager
 def confidence_level(confidence: float) -> Iterator[None]:
     """Every interval built inside the block (by a function here whose ``confidence`` is left out) has level
-    ``confidence``: how an evaluation is run at a sequential look's level (:mod:`tasks.sequential`) without
+    ``confidence``: how an evaluation is run at a sequential look's level (:mod:`paperflows.core.sequential`) without
     threading the level through every paper's code."""
     token = _LEVEL.set(confidence)
     try:

@@ -1,8 +1,8 @@
 """The experiment half of a paper: Prefect tasks over seeds, and the flow that saves per-seed records.
 
 A paper's ``flow.py`` runs its method and every baseline over the seeds and returns the measurements as
-named tables with one row per (arm, seed, setting) (:class:`tasks.records.Records`); it computes no
-interval and checks no claim. Evaluation (``flows/<slug>/evaluate.py``, :mod:`tasks.evaluation`) reads the
+named tables with one row per (arm, seed, setting) (:class:`paperflows.core.records.Records`); it computes no
+interval and checks no claim. Evaluation (``flows/<slug>/evaluate.py``, :mod:`paperflows.core.evaluation`) reads the
 records in its own DVC stage, so re-scoring never retrains.
 
 :func:`over_seeds` and :func:`run_mapped` run a method function as mapped tasks, so a flow needs no
@@ -22,9 +22,9 @@ import pandas as pd
 from prefect import flow, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from tasks.contract import PaperParams, RunContext
-from tasks.fingerprint import fingerprint_digest
-from tasks.records import Records, check_tables
+from paperflows.core.contract import PaperParams, RunContext
+from paperflows.core.fingerprint import fingerprint_digest
+from paperflows.core.records import Records, check_tables
 
 
 def paper_task(fn: Callable | None = None, **options: Any):
@@ -69,7 +69,7 @@ class PaperExperiment:
 
     ``seed_separable``: each seed's rows depend on that seed alone (no data drawn once for all seeds, no
     timing over the first k seeds), so records can grow by running only new seeds
-    (:func:`tasks.records.grow_plan`). Declared by the paper, checked by its test.
+    (:func:`paperflows.core.records.grow_plan`). Declared by the paper, checked by its test.
     """
 
     slug: str
@@ -84,7 +84,7 @@ def paper_experiment(slug: str, params_model: type[PaperParams], smoke: dict[str
                      seed_separable: bool = False):
     """Decorator: wrap a paper's experiment body, ``body(params, ctx) -> {table name: DataFrame}``, into a
     Prefect flow that validates the params, runs the body for ``ctx.seeds`` and returns its :class:`Records`
-    (the caller saves them: :func:`tasks.records.save_records`). Every table has an integer ``seed`` column."""
+    (the caller saves them: :func:`paperflows.core.records.save_records`). Every table has an integer ``seed`` column."""
 
     def decorate(body: Callable[[PaperParams, RunContext], Mapping[str, pd.DataFrame]]) -> PaperExperiment:
         def run(params: dict[str, Any], seeds: list[int], data_dir: str, results_dir: str,

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from tasks.io import atomic_write_json, replace_dir
+from paperflows.core.io import atomic_write_json, replace_dir
 
 META_FILE = "meta.json"
 

@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import matplotlib.pyplot as plt
 
-from tasks.claims import SEEDS_REASON, VERDICT_CODES, ClaimResult, count_verdicts
-from tasks.contract import Paper, RunContext, RunOutput
-from tasks.io import atomic_write_bytes, atomic_write_json, atomic_write_text, replace_dir
+from paperflows.core.claims import SEEDS_REASON, VERDICT_CODES, ClaimResult, count_verdicts
+from paperflows.core.contract import Paper, RunContext, RunOutput
+from paperflows.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text, replace_dir
 
 PLOT_COLUMNS = ("x", "y", "series")
 
@@ -37,7 +37,7 @@ ESTIMATE_KEYS = ("mean", "ratio", "slope", "median")
 
 
 def fmt_estimate(estimate: dict[str, Any], key: str | None = None) -> str:
-    """An estimate of :mod:`tasks.stats` as ``value [low, high]``; ``key`` names the point estimate (default: the
+    """An estimate of :mod:`paperflows.core.stats` as ``value [low, high]``; ``key`` names the point estimate (default: the
     first of mean, ratio, slope, median that it has)."""
     key = key or next(k for k in ESTIMATE_KEYS if k in estimate)
     return f"{fmt(estimate[key])} [{fmt(estimate['ci_low'])}, {fmt(estimate['ci_high'])}]"
@@ -160,11 +160,11 @@ def render_report(paper: Paper, params: dict[str, Any], ctx: RunContext, output:
 def metrics_document(paper: Paper, params: dict[str, Any], ctx: RunContext, output: RunOutput,
                      results: Sequence[ClaimResult], fingerprint: str | None = None) -> dict[str, Any]:
     """The content of ``metrics.json``, the full record of a run: the paper, params, the numeric kernels'
-    fingerprint digest (:mod:`tasks.fingerprint`: equal digests, equal bits; ``fingerprint`` when the
+    fingerprint digest (:mod:`paperflows.core.fingerprint`: equal digests, equal bits; ``fingerprint`` when the
     measurements were made elsewhere, e.g. by a records stage, else this process's), every measurement, and each
     claim with its declaration, value and verdict (enough for the summary without the code)."""
     if fingerprint is None:
-        from tasks.fingerprint import fingerprint_digest  # imports torch: only where the digest is computed
+        from paperflows.core.fingerprint import fingerprint_digest  # imports torch: only where the digest is computed
 
         fingerprint = fingerprint_digest()
     declared = {c.id: c for c in paper.claims}

@@ -4,7 +4,7 @@ A selection is a mapping of column -> value (``{"method": "uefl", "shift": 0.5}`
 per arm, seed and setting). :func:`per_seed` returns the selected rows' values in seed order, one per seed
 (a duplicate seed is an error, never silently averaged); the paired estimates align two selections on their
 seeds and refuse mismatched seed sets, so a difference or a ratio always pairs seed s with seed s. The
-intervals are those of :mod:`tasks.stats`; the results are the same dicts.
+intervals are those of :mod:`paperflows.core.stats`; the results are the same dicts.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tasks import stats
+from paperflows.core import stats
 
 
 def _select(table: pd.DataFrame, where: Mapping[str, Any]) -> pd.DataFrame:
@@ -55,18 +55,18 @@ def aligned(table: pd.DataFrame, value: str, *selections: Mapping[str, Any]) -> 
 
 
 def summary(table: pd.DataFrame, value: str, **where: Any) -> dict[str, float]:
-    """Mean of ``value`` over the selected seeds with its Student-t interval (:func:`tasks.stats.summarize`)."""
+    """Mean of ``value`` over the selected seeds with its Student-t interval (:func:`paperflows.core.stats.summarize`)."""
     return stats.summarize(per_seed(table, value, **where))
 
 
 def paired(table: pd.DataFrame, value: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
-    """Mean of ``a - b`` over paired seeds with its Student-t interval (:func:`tasks.stats.paired_difference`)."""
+    """Mean of ``a - b`` over paired seeds with its Student-t interval (:func:`paperflows.core.stats.paired_difference`)."""
     return stats.paired_difference(*aligned(table, value, a, b))
 
 
 def ratio(table: pd.DataFrame, value: str, numerator: Mapping[str, Any],
           denominator: Mapping[str, Any]) -> dict[str, float]:
-    """Ratio of the means of two selections over paired seeds (:func:`tasks.stats.ratio_of_means`)."""
+    """Ratio of the means of two selections over paired seeds (:func:`paperflows.core.stats.ratio_of_means`)."""
     return stats.ratio_of_means(*aligned(table, value, numerator, denominator))
 
 

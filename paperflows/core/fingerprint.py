@@ -112,11 +112,11 @@ def _torch_primitives(a: np.ndarray, b: np.ndarray, spd: np.ndarray) -> dict[str
 def fingerprint() -> dict[str, str]:
     """{primitive: md5 prefix}, each computed on one BLAS/OpenMP and one torch thread (shape of the values:
     whatever each primitive returns; only its bytes count). The two training loops seed torch's global RNG, so
-    the whole computation holds the global-RNG lock and restores its state (:mod:`tasks.seeding`)."""
+    the whole computation holds the global-RNG lock and restores its state (:mod:`paperflows.core.seeding`)."""
     import torch
     from threadpoolctl import threadpool_limits
 
-    from tasks.seeding import global_rngs_isolated
+    from paperflows.core.seeding import global_rngs_isolated
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
