@@ -2,7 +2,7 @@
 observed value, interval and verdict must be identical.
 
 Interval dicts whose point estimate is named ``ratio`` or ``slope`` are read as the ``mean`` that
-``paperflows.core.stats`` called them before the keys were named after the statistic; the params every paper gained for
+``tasks.stats`` (now ``paperflows.core.stats``) called them before the keys were named after the statistic; the params every paper gained for
 the two looks (``seed_cap``, ``extra_seeds``) count as unchanged at their defaults.
 Usage: python benchmarks/compare_results.py OLD_RESULTS_DIR NEW_RESULTS_DIR [SLUG ...]
 Exit 1 when any paper differs.

@@ -24,7 +24,7 @@ EVALUATION_FILES = ("claims.py", "evaluate.py")  # a split paper's evaluation co
 
 
 def _module_path(name: str) -> Path | None:
-    """The repo file of a dotted module name in one of our packages (``paperflows.core.stats`` -> paperflows/core/stats.py)."""
+    """The repo file of a dotted module name in one of our packages (``tasks.train`` -> tasks/train.py)."""
     if name.split(".")[0] not in FOLLOWED_PACKAGES:
         return None
     base = REPO.joinpath(*name.split("."))
@@ -35,7 +35,8 @@ def _module_path(name: str) -> Path | None:
 
 
 def _package_inits(name: str) -> list[Path]:
-    """``__init__.py`` of every package on the way to ``name`` (importing paperflows.core.stats runs tasks/__init__.py)."""
+    """``__init__.py`` of every package on the way to ``name`` (importing paperflows.core.stats runs
+    paperflows/__init__.py and paperflows/core/__init__.py)."""
     parts = name.split(".")
     return [p for i in range(1, len(parts)) if (p := REPO.joinpath(*parts[:i], "__init__.py")).is_file()]
 

@@ -1,10 +1,11 @@
 """The records stage of a split paper: ``record`` runs its experiment into per-seed records.
 
-Its evaluation stage is :mod:`paperflows.scoring`. A paper is split when ``flows/<slug>/claims.py`` exists: ``flow.py`` holds its :func:`paper_experiment`,
-``claims.py`` its ``PAPER`` (claims fixed before any run), ``evaluate.py`` its ``evaluate(params, records)``,
-and ``NOTES.md`` its fixed prose. Records go to ``<root>/records/<slug>`` (see :mod:`paperflows.core.records`; small,
-committed to git beside the results, so that a fresh clone re-scores without training), datasets the
-experiment saves to ``<root>/data/<slug>`` (DVC-cached), results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
+Its evaluation stage is :mod:`paperflows.scoring`. A paper is split when ``flows/<slug>/claims.py`` exists:
+``flow.py`` holds its :func:`paper_experiment`, ``claims.py`` its ``PAPER`` (claims fixed before any run),
+``evaluate.py`` its ``evaluate(params, records)``, and ``NOTES.md`` its fixed prose. Records go to
+``<root>/records/<slug>`` (see :mod:`paperflows.core.records`; small, committed to git beside the results, so that
+a fresh clone re-scores without training), datasets the experiment saves to ``<root>/data/<slug>`` (DVC-cached),
+results to ``<root>/results/<slug>``. Params are validated before Prefect, torch or the method is imported.
 """
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+import hashlib
 import ipaddress
 import json
 import os
@@ -5,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,32 @@ def prefect_harness(no_network):
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_conversion_per_model():
+    """pytest-xdist workers share ``data/_pretrained``: on a clean clone the first worker to need a language
+    model converts it while another that needs it waits, instead of each converting its own copy (tens of
+    seconds of both cores per model). Every caller goes through ``P.load``, so the lock reaches them all."""
+    import fcntl
+
+    from tasks import pretrained as P
+
+    load = P.load
+
+    def load_converting_once(name=P.DEFAULT_MODEL, cache_dir=None):
+        folder = Path(cache_dir) if cache_dir is not None else P.DEFAULT_CACHE_ROOT / name
+        if (folder / "paperflows_source.json").exists():
+            return load(name, cache_dir)
+        # the lock lives outside the folder: data/_pretrained is a DVC output, and a stray file would change it
+        key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+        with open(Path(tempfile.gettempdir()) / f"paperflows-convert-{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return load(name, cache_dir)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(P, "load", load_converting_once)
         yield
 
 

@@ -103,6 +103,25 @@ def test_each_paper_depends_on_exactly_the_tasks_and_core_modules_it_imports():
         assert stages["pretrained"]["outs"] == ["data/_pretrained"] and "tasks/pretrained.py" in stages["pretrained"]["deps"]
 
 
+def test_the_records_code_digest_is_the_digest_of_exactly_the_stage_code_dvc_tracks():
+    """The digest that keys stored records names the same files as the records stage's deps, whatever else the
+    process has imported (it once hashed the loaded modules: a Dask worker or a robustness run differed)."""
+    import subprocess
+    import sys
+
+    from paperflows.imports import files_digest
+    from paperflows.stages import code_digest
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for slug in CHEAP_PAPERS:
+        code = sorted((ROOT / dep).resolve() for dep in stages[slug]["deps"] if dep.endswith(".py"))
+        assert code_digest(slug) == files_digest(code)
+        probe = (f"import sys; from paperflows.stages import code_digest; import tasks.diffusion, tasks.lm, "
+                 f"paperflows.core.stats; print(code_digest({slug!r}))")
+        other = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert other.stdout.strip() == code_digest(slug)
+
+
 def test_a_split_papers_training_never_depends_on_its_scoring():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     for slug in paper_slugs():

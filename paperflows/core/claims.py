@@ -25,7 +25,8 @@ The rules, in the order they apply (each shown able to flip a verdict in ``tests
 Sanity checks (role ``"sanity"``) follow rules 1-4 and are counted apart, never as reproduced claims.
 
 Rule 1 reads a two-sided 95% interval (:mod:`paperflows.core.stats`) strictly on one side, a one-sided test at 2.5%;
-every claim uses it (a paper with a ``seed_cap`` reads each of its two looks at 1.25%: :mod:`paperflows.core.sequential`).
+every claim uses it (a paper with a ``seed_cap`` reads each of its two looks at 1.25%:
+:mod:`paperflows.core.sequential`).
 Each result records the number of seeds its verdict used and why that number.
 """
 

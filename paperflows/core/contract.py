@@ -166,8 +166,8 @@ class PaperParams(BaseModel):
 
     seeds: int = Field(ge=1, le=100, description="number of seeds (instances, repetitions); with a seed_cap, the "
                                                  "seeds of the first look")
-    seed_cap: int | None = Field(None, ge=2, le=100, description="two looks (paperflows.core.sequential): the most seeds a claim "
-                                 "undecided at the first look may use; none: one look at `seeds`")
+    seed_cap: int | None = Field(None, ge=2, le=100, description="two looks (paperflows.core.sequential): the most "
+                                 "seeds a claim undecided at the first look may use; none: one look at `seeds`")
     extra_seeds: int = Field(0, ge=0, le=99, description="seeds added for the second look (written by "
                              "`paperflows extend` when a claim is undecided at the first)")
 

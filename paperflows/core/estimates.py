@@ -55,12 +55,14 @@ def aligned(table: pd.DataFrame, value: str, *selections: Mapping[str, Any]) -> 
 
 
 def summary(table: pd.DataFrame, value: str, **where: Any) -> dict[str, float]:
-    """Mean of ``value`` over the selected seeds with its Student-t interval (:func:`paperflows.core.stats.summarize`)."""
+    """Mean of ``value`` over the selected seeds with its Student-t interval
+    (:func:`paperflows.core.stats.summarize`)."""
     return stats.summarize(per_seed(table, value, **where))
 
 
 def paired(table: pd.DataFrame, value: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
-    """Mean of ``a - b`` over paired seeds with its Student-t interval (:func:`paperflows.core.stats.paired_difference`)."""
+    """Mean of ``a - b`` over paired seeds with its Student-t interval
+    (:func:`paperflows.core.stats.paired_difference`)."""
     return stats.paired_difference(*aligned(table, value, a, b))
 
 

@@ -84,7 +84,8 @@ def paper_experiment(slug: str, params_model: type[PaperParams], smoke: dict[str
                      seed_separable: bool = False):
     """Decorator: wrap a paper's experiment body, ``body(params, ctx) -> {table name: DataFrame}``, into a
     Prefect flow that validates the params, runs the body for ``ctx.seeds`` and returns its :class:`Records`
-    (the caller saves them: :func:`paperflows.core.records.save_records`). Every table has an integer ``seed`` column."""
+    (the caller saves them: :func:`paperflows.core.records.save_records`). Every table has an integer ``seed``
+    column."""
 
     def decorate(body: Callable[[PaperParams, RunContext], Mapping[str, pd.DataFrame]]) -> PaperExperiment:
         def run(params: dict[str, Any], seeds: list[int], data_dir: str, results_dir: str,

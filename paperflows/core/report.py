@@ -37,8 +37,8 @@ ESTIMATE_KEYS = ("mean", "ratio", "slope", "median")
 
 
 def fmt_estimate(estimate: dict[str, Any], key: str | None = None) -> str:
-    """An estimate of :mod:`paperflows.core.stats` as ``value [low, high]``; ``key`` names the point estimate (default: the
-    first of mean, ratio, slope, median that it has)."""
+    """An estimate of :mod:`paperflows.core.stats` as ``value [low, high]``; ``key`` names the point estimate
+    (default: the first of mean, ratio, slope, median that it has)."""
     key = key or next(k for k in ESTIMATE_KEYS if k in estimate)
     return f"{fmt(estimate[key])} [{fmt(estimate['ci_low'])}, {fmt(estimate['ci_high'])}]"
 
