@@ -92,7 +92,7 @@ def main() -> None:
         repo = copy_repo(Path(tmp) / "repo")
         lines += ["## Papers rerun by an edit to one module (`dvc status`, changed deps)\n",
                   "| module | paper stages | summary |", "|---|---|---|"]
-        for module in sorted([*(repo / "tasks").glob("*.py"), *(repo / "paperflows").glob("*.py")]):
+        for module in sorted([*(repo / "tasks").glob("*.py"), *(repo / "paperflows").rglob("*.py")]):
             original = module.read_text()
             module.write_text(original + "\n# an edit\n")
             stages = changed_stages(repo)
