@@ -41,14 +41,10 @@ def graph():
 
 
 def imports_anywhere(path):
-    """Our modules ``path`` imports anywhere (function-local too), as written."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    return {n for n in names if n.split(".")[0] in PACKAGES}
+    """Our modules ``path`` imports anywhere (function-local and relative imports too)."""
+    from paperflows.imports import imported_modules
+
+    return {n for n in imported_modules(path) if n.split(".")[0] in PACKAGES}
 
 
 def outside(names, allowed):
