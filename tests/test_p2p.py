@@ -67,6 +67,18 @@ def test_relaxed_mask_forward_is_hard_and_backward_is_the_sigmoid_gradient():
     assert torch.allclose(score.grad, weights * s * (1 - s) / 0.5, atol=1e-6)
 
 
+def test_channels_last_max_pool_is_max_pool2d_bit_for_bit():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-2, 3, (4, 8, 16, 16), generator=g).float()         # ties in most windows
+    a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    weights = torch.randn(4, 8, 8, 8, generator=g)
+    ya, yb = torch.nn.MaxPool2d(2)(a), M.MaxPool2()(b)
+    (ya * weights).sum().backward()
+    (yb * weights).sum().backward()
+    assert yb.is_contiguous() and b.grad.is_contiguous()
+    assert torch.equal(ya, yb) and torch.equal(a.grad, b.grad)            # the same (first) maximum gets the gradient
+
+
 def test_logistic_noise_has_the_logistic_moments():
     g = M.logistic_noise((200_000,), torch.Generator().manual_seed(0))
     assert abs(g.mean().item()) < 0.02
