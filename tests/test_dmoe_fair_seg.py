@@ -61,10 +61,13 @@ def test_sparse_dispatch_equals_a_dense_token_by_token_reference(n_routers):
 def test_gates_are_top_k_and_sum_to_one():
     moe = layer(G, seed=3)
     x = torch.randn(3, 10, C)
-    gates, top = moe.router(x, torch.tensor([0, 1, 2]))
-    assert ((gates > 0).sum(-1) == K).all()
-    assert torch.allclose(gates.sum(-1), torch.ones(3, 10))
-    assert torch.equal(torch.sort(top, -1).values, torch.sort(gates.topk(K, -1).indices, -1).values)
+    route = torch.tensor([0, 1, 2])
+    weights, top = moe.router(x, route)
+    assert weights.shape == top.shape == (3, 10, K)
+    assert (weights > 0).all() and (weights[..., :-1] >= weights[..., 1:]).all()   # largest logit first
+    assert torch.allclose(weights.sum(-1), torch.ones(3, 10))
+    logits = torch.einsum("ntc,nec->nte", x, moe.router.weight[route]) + moe.router.bias[route][:, None]
+    assert torch.equal(top, logits.topk(K, -1).indices)
 
 
 def test_dmoe_routes_by_attribute_and_moe_ignores_it():

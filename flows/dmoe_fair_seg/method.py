@@ -51,8 +51,9 @@ METHODS = ("unet", "moe", "dmoe", "dmoe_shuffled", "film", "unet_balanced")
 class NoisyTopkRouters(nn.Module):
     """``n_routers`` noisy top-k routers over ``n_experts`` experts, stored as stacked weights.
 
-    ``forward(x (n, T, c), route (n,) int)`` -> ``(gates (n, T, E), top (n, T, k))``: sample i's tokens are
-    gated by router ``route[i]``; ``gates`` is zero outside each token's top-k experts and sums to 1 over them.
+    ``forward(x (n, T, c), route (n,) int)`` -> ``(weights (n, T, k), top (n, T, k))``: sample i's tokens are
+    gated by router ``route[i]``; ``top`` are each token's top-k experts (largest noisy logit first) and
+    ``weights`` their gates, which sum to 1 (every other expert's gate is 0).
     """
 
     def __init__(self, channels: int, n_experts: int, top_k: int, n_routers: int, generator: torch.Generator):
@@ -75,8 +76,7 @@ class NoisyTopkRouters(nn.Module):
             logits = logits + noise * scale
         top_logits, top = logits.topk(self.top_k, dim=-1)
         # softmax over the kept logits only = softmax of the logits with -inf outside the top k
-        gates = torch.zeros_like(logits).scatter(-1, top, torch.softmax(top_logits, dim=-1))
-        return gates, top
+        return torch.softmax(top_logits, dim=-1), top
 
 
 class SparseMoE(nn.Module):
@@ -106,16 +106,19 @@ class SparseMoE(nn.Module):
         """The MoE output (without the residual) for ``tokens`` (n, T, c): sum_e gate_e(x) expert_e(x)."""
         if self.n_routers == 1:
             route = torch.zeros_like(route)
-        gates, top = self.router(tokens, route)
-        flat, flat_gates = tokens.reshape(-1, tokens.shape[-1]), gates.reshape(-1, gates.shape[-1])
-        chosen = top.reshape(-1, top.shape[-1])
-        out = torch.zeros_like(flat)
-        for e, expert in enumerate(self.experts):
-            # only the tokens that picked expert e in their top k pass through it (sparse dispatch)
-            rows = (chosen == e).any(dim=-1).nonzero(as_tuple=True)[0]
-            if rows.numel():
-                y = self._dropout(expert(flat[rows]))
-                out = out.index_add(0, rows, y * flat_gates[rows, e:e + 1])
+        weights, top = self.router(tokens, route)
+        flat, k = tokens.reshape(-1, tokens.shape[-1]), top.shape[-1]
+        # sparse dispatch: one stable sort groups the (token, slot) pairs by expert, tokens ascending within an
+        # expert, so expert e sees exactly the tokens that picked it, in token order, in one contiguous block
+        chosen = top.reshape(-1)
+        order = chosen.argsort(stable=True)
+        rows = order.div(k, rounding_mode="floor")
+        counts = torch.bincount(chosen, minlength=len(self.experts)).tolist()
+        inputs, gates = flat[rows].split(counts), weights.reshape(-1)[order].split(counts)
+        outputs = [self._dropout(expert(x)) * g[:, None]
+                   for expert, x, g, n in zip(self.experts, inputs, gates, counts) if n]
+        # each token's k gated outputs are added in expert order (index_add runs through rows in order)
+        out = torch.zeros_like(flat).index_add(0, rows, torch.cat(outputs))
         return out.reshape(tokens.shape)
 
     def forward(self, h: torch.Tensor, route: torch.Tensor) -> torch.Tensor:
