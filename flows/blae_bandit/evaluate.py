@@ -1,5 +1,5 @@
 """BLAE, the evaluation: regret ratios against the strongest working baseline, batch counts, regret slopes,
-the wall-clock ratios, the figure."""
+the CPU-time ratios, the figure."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def evaluate(params: Params, records: Records) -> RunOutput:
                                 for T in Ts} for i in insts},
     }
     timed = rows[~rows["method"].isin(method.SEQUENTIAL_METHODS)]
-    # wall time per seed and method, summed over instances and horizons; the E4 re-run (the A/A control) as a method
+    # CPU time per seed and method, summed over instances and horizons; the E4 re-run (the A/A control) as a method
     rerun = records["e4_rerun"].assign(method="e4_rerun")
     seconds = pd.concat([timed, rerun]).groupby(["method", "seed"], as_index=False)["seconds"].sum()
     by_inst_time = timed.groupby(["instance", "method", "seed"])["seconds"].sum()
@@ -178,7 +178,7 @@ def _setup(params: Params, metrics: dict) -> str:
         "no arm ever eliminated (pure exploration to T).\n"
         f"- **E4 baseline status**: E4 counts as a working baseline on an instance when its Chernoff test stops in at "
         f"least {E4_WORKS:.0%} of the runs at the largest T; otherwise it explores to T and is reported as degenerate. "
-        "E4 also runs a second time (same pulls) before BLAE, timed only: the A/A control of the wall-clock claim.\n"
+        "E4 also runs a second time (same pulls) before BLAE, timed only: the A/A control of the CPU-time claim.\n"
         + ("- **LinUCB** (sequential reference): OFUL radius with delta = 1/T_max, one run of T_max rounds read at every T; "
            "headline instances only.\n" if params.linucb else "")
     )
@@ -204,7 +204,7 @@ def _measured(params: Params, metrics: dict, methods: list[str]) -> str:
         f"{left[str(T_max)]['blae']:.1f} at T = {T_max}; PhaElimD {left[str(T_max)]['phased_elim']:.1f}. "
         f"BLAE's log-log regret slope there: {sl['blae']['slope']:.2f} [{sl['blae']['ci_low']:.2f}, "
         f"{sl['blae']['ci_high']:.2f}]" + (f" (LinUCB {sl['linucb']['slope']:.2f})" if "linucb" in sl else "")
-        + ". Wall-clock BLAE / E4 (the NumPy "
+        + ". One-thread CPU time BLAE / E4 (the NumPy "
         f"implementations here): {t['blae_over_e4']['ratio']:.2f} [{t['blae_over_e4']['ci_low']:.2f}, "
         f"{t['blae_over_e4']['ci_high']:.2f}] (by instance: "
         + ", ".join(f"{i} {v:.2f}" for i, v in t["blae_over_e4_by_instance"].items())

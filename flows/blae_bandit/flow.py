@@ -1,4 +1,4 @@
-"""BLAE, the experiment: regret, batch counts and wall-clock of BLAE, E4, batched phased elimination,
+"""BLAE, the experiment: regret, batch counts and CPU time of BLAE, E4, batched phased elimination,
 rs-OFUL, BLAE without elimination and LinUCB on random and End-of-Optimism linear bandits over the horizons.
 
 Records: ``regret`` (one row per seed, instance, T and method), ``curves`` (cumulative regret at the batch

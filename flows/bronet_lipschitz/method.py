@@ -26,6 +26,7 @@ the official code; Cayley's rectangular transform gives orthonormal columns (or 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from paperflows.core.seeding import torch_generator, torch_seeded
 from tasks import lipschitz as lip
 from tasks.attacks import margin_objective, pgd
 from tasks.data import digits_pixels
+from tasks.timing import interleaved_seconds
 from tasks.train import torch_single_thread
 
 N_CLASSES = 10
@@ -475,10 +477,11 @@ def time_steps(p: Params, seed: int) -> dict[str, list[float]]:
     """Seconds per training step (forward, backward, SGD step; one batch of ``p.batch_size``, CE loss) of
     the same network with BRO, Cayley and SOC layers, in ``p.timing_repeats`` repeats of ``p.timing_steps``
     rounds; each round runs one step of every layer in a seeded random order, so the layers are interleaved
-    step by step and load drift reaches them alike. SOC is timed twice per round (``soc_twin``) for the A/A
-    control. The clock is the calling thread's CPU time: with one intra-op thread the whole step runs in this
-    thread, and CPU time does not count the waits that other processes' load adds to wall time (the
-    wall-clock ratio flipped with the machine's load). Run alone, single-threaded."""
+    step by step and load drift reaches them alike (:func:`tasks.timing.interleaved_seconds`, after two
+    untimed rounds). SOC is timed twice per round (``soc_twin``) for the A/A control. The clock is the calling
+    thread's CPU time: with one intra-op thread the whole step runs in this thread, and CPU time does not count
+    the waits that other processes' load adds to wall time (the wall-clock ratio flipped with the machine's
+    load). Run alone, single-threaded."""
     names = ["bro", "cayley", "soc", "soc_twin"]
     rng = np.random.default_rng(seed)
     with torch_single_thread():
@@ -489,23 +492,13 @@ def time_steps(p: Params, seed: int) -> dict[str, list[float]]:
         for model in models.values():
             model.train()
 
-        def step(name: str) -> float:
+        def step(name: str) -> None:
             model, optimiser = models[name], optimisers[name]
-            started = time.thread_time()
             optimiser.zero_grad()
             F.cross_entropy(model(x), y).backward()
             optimiser.step()
-            return time.thread_time() - started
 
-        for name in names:  # warm-up: first calls allocate and dispatch-cache
-            step(name)
-            step(name)
-        times: dict[str, list[float]] = {name: [] for name in names}
-        for _ in range(p.timing_repeats):
-            spent = dict.fromkeys(names, 0.0)
-            for _ in range(p.timing_steps):
-                for j in rng.permutation(len(names)):
-                    spent[names[j]] += step(names[j])
-            for name in names:
-                times[name].append(spent[name] / p.timing_steps)
-    return times
+        per_round = interleaved_seconds({name: functools.partial(step, name) for name in names},
+                                        p.timing_repeats * p.timing_steps, warmup_rounds=2, order=rng)
+        return {name: np.asarray(per_round[name]).reshape(p.timing_repeats, p.timing_steps).mean(axis=1).tolist()
+                 for name in names}

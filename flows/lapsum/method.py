@@ -26,6 +26,7 @@ larger membership probabilities; ``k`` is a float in (0, n) or a tensor of shape
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Callable
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from flows.lapsum.params import Params
+from tasks.timing import cpu_clock, interleaved_seconds, interleaved_until_budget
 
 # ---------------------------------------------------------------------------------------------
 # 1. The Laplace CDF and LapSum
@@ -398,29 +400,26 @@ def time_interleaved(cells: list[tuple[str, int]], batch: int = 4, reps: int = 3
     """``{(method, n): (cpu_s, wall_s)}``: one forward + backward of each method at k = n // 10 on (batch, n)
     scores, each the minimum over ``reps`` timed calls after one warm-up round.
 
-    The cells are interleaved: every round times each (method, n) once, so a change in machine load during
-    the run hits every method and size alike, and a ratio of two cells compares calls made side by side.
-    cpu_s is the calling thread's CPU time (``time.thread_time``) when torch runs on one thread (CPU
-    autograd also runs on the calling thread), else the process CPU time: unlike wall-clock time it
-    does not grow when other processes compete for the cores of a shared machine.
+    The cells are interleaved (:func:`tasks.timing.interleaved_seconds`): every round times each (method, n)
+    once, so a change in machine load during the run hits every method and size alike, and a ratio of two
+    cells compares calls made side by side. cpu_s is :func:`tasks.timing.cpu_clock` (the calling thread's CPU
+    time when torch runs on one thread): unlike wall-clock time it does not grow when other processes compete
+    for the cores of a shared machine. Each timed call includes cloning its input (O(n), like the methods).
     """
     g = torch.Generator().manual_seed(seed)
     inputs = {n: (torch.randn(batch, n, generator=g, dtype=dtype), torch.randn(batch, n, generator=g, dtype=dtype))
               for n in sorted({n for _, n in cells})}
     fns = {method: topk_fn(method, tau, sinkhorn_iter) for method in {method for method, _ in cells}}
-    cpu_clock = time.thread_time if torch.get_num_threads() == 1 else time.process_time
-    cpu = {cell: [] for cell in cells}
-    wall = {cell: [] for cell in cells}
-    for _ in range(reps + 1):  # the first round warms up
-        for method, n in cells:
-            r, v = inputs[n]
-            x = r.clone().requires_grad_(True)
-            c0, t0 = cpu_clock(), time.perf_counter()
-            p = fns[method](x, max(1, n // 10))
-            (p * v).sum().backward()
-            cpu[(method, n)].append(cpu_clock() - c0)
-            wall[(method, n)].append(time.perf_counter() - t0)
-    return {cell: (float(min(cpu[cell][1:])), float(min(wall[cell][1:]))) for cell in cells}
+
+    def forward_backward(method: str, n: int) -> None:
+        r, v = inputs[n]
+        x = r.clone().requires_grad_(True)
+        (fns[method](x, max(1, n // 10)) * v).sum().backward()
+
+    cpu = cpu_clock()
+    seconds = interleaved_seconds({cell: functools.partial(forward_backward, *cell) for cell in cells}, reps,
+                                  clock=lambda: np.array([cpu(), time.perf_counter()]))
+    return {cell: tuple(float(t) for t in np.min(seconds[cell], axis=0)) for cell in cells}
 
 
 def scaling_rows(ns: list[int], methods: list[str], quadratic_cap: int, sinkhorn_cap: int, batch: int = 4,
@@ -493,66 +492,77 @@ def precision_at_k(scores: torch.Tensor, truth: torch.Tensor, k: int) -> float:
     return float((hard_topk(scores, k) * hard_topk(truth, k)).sum(1).mean() / k)
 
 
+class SelectLearner:
+    """Experiment B's learner: an MLP scorer dim -> hidden -> 1 trained through ``method``'s soft top-k with BCE
+    to the true top-k membership, one Adam step on fresh instances of n items per :meth:`step`.
+
+    Memberships are clamped into [1e-6, 1 - 1e-6] before the BCE (softmax/NeuralSort/SoftSort may exceed 1).
+    Same (method, k, seed) -> same numbers; every method sees the same instances and init.
+    """
+
+    def __init__(self, method: str, k: int, seed: int, n: int = 2000, dim: int = 16, hidden: int = 64,
+                 batch: int = 4, lr: float = 3e-3, tau: float = 1.0, sinkhorn_iter: int = 50, noise: float = 0.3):
+        self.method, self.k, self.seed, self.n, self.batch = method, k, seed, n, batch
+        self.sample = make_select_task(seed, dim, noise)
+        self.params = [p.requires_grad_(True) for p in _mlp_init([dim, hidden, 1], torch.Generator().manual_seed(seed))]
+        self.opt = torch.optim.Adam(self.params, lr=lr)
+        self.soft = topk_fn(method, tau, sinkhorn_iter)
+        self.data_gen = torch.Generator().manual_seed(20_000 + seed)
+        self.loss = torch.tensor(float("nan"))
+        self.steps = 0
+
+    def step(self) -> None:
+        """One Adam step: instance sampling, forward, backward, update."""
+        x, score, _ = self.sample(self.batch, self.n, self.data_gen)
+        target = hard_topk(score, self.k)
+        p = self.soft(_mlp(self.params, x), self.k).clamp(1e-6, 1 - 1e-6)
+        self.loss = torch.nn.functional.binary_cross_entropy(p, target)
+        self.opt.zero_grad()
+        self.loss.backward()
+        self.opt.step()
+        self.steps += 1
+
+    def result(self, n_test: int = 8) -> dict:
+        """Test precision@k of the learned scorer on ``n_test`` held-out instances, the noise-free teacher's
+        precision (the ceiling), the final loss and the steps taken."""
+        x, score, clean = self.sample(n_test, self.n, torch.Generator().manual_seed(30_000 + self.seed))
+        with torch.no_grad():
+            pred = _mlp(self.params, x)
+        return {"method": self.method, "k": int(self.k), "precision_at_k": precision_at_k(pred, score, self.k),
+                "teacher_precision_at_k": precision_at_k(clean, score, self.k),
+                "final_loss": float(self.loss.detach()), "steps": self.steps}
+
+
 def learn_to_select(method: str, k: int, seed: int, n: int = 2000, dim: int = 16, hidden: int = 64,
                     steps: int = 100, batch: int = 4, lr: float = 3e-3, tau: float = 1.0,
-                    sinkhorn_iter: int = 50, noise: float = 0.3, n_test: int = 8,
-                    budget_s: float | None = None) -> dict:
-    """Experiment B: train an MLP scorer dim -> hidden -> 1 through ``method``'s soft top-k with BCE
-    to the true top-k membership, for ``steps`` Adam steps on fresh instances of n items.
-
-    Memberships are clamped into [1e-6, 1 - 1e-6] before the BCE (softmax/NeuralSort/SoftSort
-    may exceed 1).  Returns test precision@k of the learned scorer on ``n_test`` held-out
-    instances, the noise-free teacher's precision (the ceiling), the final loss, the steps taken and the wall time.
-    Same (method, k, seed) -> same numbers; every method sees the same instances and init.
-
-    ``budget_s``: stop after this much CPU time of the calling thread (whole steps: instance sampling, forward,
-    backward, Adam), at most ``steps`` steps -- the plan's equal-budget comparison, where a slower soft top-k
-    takes fewer steps. Run it with one torch thread (``time.thread_time`` then counts all the work); the result
-    then depends on the machine, unlike the equal-steps run.
-    """
-    sample = make_select_task(seed, dim, noise)
-    params = [p.requires_grad_(True) for p in _mlp_init([dim, hidden, 1], torch.Generator().manual_seed(seed))]
-    opt = torch.optim.Adam(params, lr=lr)
-    soft = topk_fn(method, tau, sinkhorn_iter)
-    data_gen = torch.Generator().manual_seed(20_000 + seed)
-    bce = torch.nn.functional.binary_cross_entropy
-    t0, cpu0 = time.perf_counter(), time.thread_time()
-    loss = torch.tensor(float("nan"))
-    taken = 0
-    while taken < steps and (budget_s is None or time.thread_time() - cpu0 < budget_s):
-        taken += 1
-        x, score, _ = sample(batch, n, data_gen)
-        target = hard_topk(score, k)
-        p = soft(_mlp(params, x), k).clamp(1e-6, 1 - 1e-6)
-        loss = bce(p, target)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    wall = time.perf_counter() - t0
-    x, score, clean = sample(n_test, n, torch.Generator().manual_seed(30_000 + seed))
-    with torch.no_grad():
-        pred = _mlp(params, x)
-    return {"method": method, "k": int(k), "precision_at_k": precision_at_k(pred, score, k),
-            "teacher_precision_at_k": precision_at_k(clean, score, k), "final_loss": float(loss.detach()),
-            "steps": taken, "wall_s": wall}
+                    sinkhorn_iter: int = 50, noise: float = 0.3, n_test: int = 8) -> dict:
+    """Experiment B at equal steps: :class:`SelectLearner` trained for ``steps`` steps; its :meth:`result` and
+    the wall time."""
+    learner = SelectLearner(method, k, seed, n, dim, hidden, batch, lr, tau, sinkhorn_iter, noise)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        learner.step()
+    return {**learner.result(n_test), "wall_s": time.perf_counter() - t0}
 
 
 def select_budget(p: Params, seed: int) -> list[dict]:
     """Experiment B at the largest k with an equal CPU budget per method (``p.select_budget_s`` of one thread;
-    the plan's equal wall-clock protocol), plus the negative control: LapSum with ``p.control_budget_frac`` of
-    the budget. Rows as :func:`learn_to_select` with ``budget`` "full" or "control"."""
+    the plan's equal wall-clock protocol, where a slower soft top-k takes fewer steps), plus the negative
+    control: LapSum with ``p.control_budget_frac`` of the budget. The learners take their steps side by side
+    (:func:`tasks.timing.interleaved_until_budget`), so a change of machine load slows every method alike; the
+    steps taken still depend on the machine, unlike the equal-steps run. Rows as :meth:`SelectLearner.result`
+    with ``budget`` "full" or "control"."""
     from tasks.train import torch_single_thread
 
     k = max(p.select_ks)
-    common = dict(n=p.select_n, steps=10**6, batch=p.select_batch, lr=p.select_lr, hidden=p.select_hidden,
+    common = dict(n=p.select_n, batch=p.select_batch, lr=p.select_lr, hidden=p.select_hidden,
                   tau=p.tau, sinkhorn_iter=p.sinkhorn_iter_train, noise=p.select_noise)
-    rows = []
+    arms = {(method, "full"): p.select_budget_s for method in p.methods}
+    arms["lapsum", "control"] = p.select_budget_s * p.control_budget_frac
     with torch_single_thread():
-        for method in p.methods:
-            rows.append({**learn_to_select(method, k, seed, budget_s=p.select_budget_s, **common), "budget": "full"})
-        rows.append({**learn_to_select("lapsum", k, seed, budget_s=p.select_budget_s * p.control_budget_frac,
-                                       **common), "budget": "control"})
-    return rows
+        learners = {arm: SelectLearner(arm[0], k, seed, **common) for arm in arms}
+        interleaved_until_budget({arm: learner.step for arm, learner in learners.items()}, arms, max_steps=10**6)
+    return [{**learner.result(), "budget": budget} for (_, budget), learner in learners.items()]
 
 
 # --- C: top-2 loss on digits --------------------------------------------------------------------------

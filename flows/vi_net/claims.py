@@ -38,8 +38,8 @@ PAPER = Paper(
               comparison="<", threshold=1.0, kind="direction", role="sanity",
               interval=ci("params.vinet_over_full"), scaled=SCALED),
         Claim(id="higher_throughput_than_full",
-              text=("... achieving higher throughput: mean images/s (CPU, one thread, batch 256, median of the "
-                    f"run's repetitions) of VI-Net / of the full CNN > 1 {WHERE}"),
+              text=("... achieving higher throughput: mean images/s (one thread's CPU time, batch 256, median "
+                    f"of the run's interleaved rounds) of VI-Net / of the full CNN > 1 {WHERE}"),
               source="abstract; plan claim 2 (direction)", metric="timings.throughput.vinet_over_full.ratio",
               comparison=">", threshold=1.0, kind="direction", role="claim",
               interval=ci("timings.throughput.vinet_over_full"), scaled=SCALED,

@@ -96,8 +96,10 @@ def _setup(p: Params) -> str:
         f"(C = {p.head_c}) as the linear head. Parameters counted: truncated convs, PCA (k x D + D), scaling (2k), "
         "every VCA coefficient needed to evaluate the generators (orthogonalisation and singular vectors), head.\n\n"
         "**Baselines.** " + "; ".join(f"`{k}`: {v}" for k, v in LABEL.items()) + ". Heads are the same logistic "
-        f"regression. Throughput: batch {p.throughput_batch} test images, one thread, median of {p.throughput_reps} "
-        "calls after a warm-up; full CNN, VI-Net, full CNN again, per seed, after all training."
+        f"regression. Throughput: batch {p.throughput_batch} test images, one thread's CPU time, median of "
+        f"{p.throughput_reps} rounds after an untimed one, each round calling the full CNN, the VI-Net and the full "
+        "CNN again in a random order (interleaved, so load drift reaches all three alike), per seed, after all "
+        "training."
     )
 
 

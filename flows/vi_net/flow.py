@@ -1,6 +1,6 @@
 """VI-Net, the experiment: per seed, a digits CNN truncated after block L, per-class VCA generators of the latent's
 approximate vanishing ideals, one polynomial layer |g| and a linear head, against the full CNN, the truncated CNN
-+ linear head and the ablations; then the throughput of the full CNN and the VI-Net, timed alone.
++ linear head and the ablations; then the throughput of the full CNN and the VI-Net, timed side by side (interleaved).
 
 Records: ``runs`` (one row per seed, L and method: accuracy, parameters, weight layers, generators),
 ``profiles`` (one row per seed and L: the vanishing diagnostics of the headline VI-Net) and ``throughput`` (one

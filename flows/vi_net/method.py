@@ -20,7 +20,6 @@ the heads are scikit-learn's deterministic lbfgs logistic regressions.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +33,7 @@ from torch import nn
 from flows.vi_net.params import Params
 from paperflows.core.seeding import numpy_rng, torch_seeded
 from tasks.data import digits_pixels
+from tasks.timing import interleaved_seconds
 from tasks.train import torch_single_thread, train, warm_up_optimiser
 
 N_CLASSES = 10
@@ -344,33 +344,23 @@ def run_seed(p: Params, seed: int) -> dict:
     return {"rows": rows, "profiles": profiles, "models": {"full": cnn, "vinet": headline}, "test_images": X_te}
 
 
-def throughput(predict, X: torch.Tensor, reps: int) -> float:
-    """Images per second of ``predict`` on the batch X: the median over ``reps`` timed calls, after one warm-up."""
-    predict(X)
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        predict(X)
-        times.append(time.perf_counter() - start)
-    return len(X) / float(np.median(times))
-
-
 def time_models(p: Params, seed_outputs: list[dict]) -> list[dict[str, float]]:
     """Throughput (images/s, batch ``p.throughput_batch``, one thread) of the full CNN, the headline VI-Net,
-    and the full CNN again (the control: the same model timed twice), per seed, timed alone and interleaved."""
+    and the full CNN again (the control: the same model timed twice), per seed: the batch size over the median
+    CPU seconds of ``p.throughput_reps`` rounds, each round one call of every model in a random order, after
+    one untimed round (:func:`tasks.timing.interleaved_seconds`), so load drift reaches the three alike."""
     rows = []
     with torch_single_thread():
-        for out in seed_outputs:
+        for seed, out in enumerate(seed_outputs):
             images = torch.from_numpy(out["test_images"])
             X = images[torch.arange(p.throughput_batch) % len(images)]
             full, vinet = out["models"]["full"], out["models"]["vinet"]
 
             @torch.no_grad()
-            def run_full(x):
-                return full(x).numpy()
+            def run_full():
+                return full(X).numpy()
 
-            first = throughput(run_full, X, p.throughput_reps)
-            vi = throughput(vinet.logits, X, p.throughput_reps)
-            again = throughput(run_full, X, p.throughput_reps)
-            rows.append({"full": first, "vinet": vi, "full_rerun": again})
+            seconds = interleaved_seconds({"full": run_full, "vinet": lambda: vinet.logits(X), "full_rerun": run_full},
+                                          p.throughput_reps, order=np.random.default_rng(seed))
+            rows.append({name: len(X) / float(np.median(s)) for name, s in seconds.items()})
     return rows
