@@ -11,8 +11,8 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements-nodeps.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# --no-compile: byte-compiling every installed module (torch's thousands) took most of the install's time;
-	# Python compiles a module the first time it is imported instead, and only the imported ones
+# --no-compile: byte-compiling every installed module (torch's thousands) took most of the install's time;
+# Python compiles a module the first time it is imported instead, and only the imported ones
 	$(BIN)/pip install -q --no-compile torch==2.13.0   # the CPU build; an open range would pull a CUDA build
 	$(BIN)/pip install -q --no-compile -e '.[dev,dask]'
 	$(BIN)/pip install -q --no-compile --no-deps -r requirements-nodeps.txt   # why: see the file's header
