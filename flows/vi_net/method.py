@@ -351,7 +351,7 @@ def time_models(p: Params, seed_outputs: list[dict]) -> list[dict[str, float]]:
     one untimed round (:func:`tasks.timing.interleaved_seconds`), so load drift reaches the three alike."""
     rows = []
     with torch_single_thread():
-        for seed, out in enumerate(seed_outputs):
+        for position, out in enumerate(seed_outputs):   # the round order is drawn from the seed's position
             images = torch.from_numpy(out["test_images"])
             X = images[torch.arange(p.throughput_batch) % len(images)]
             full, vinet = out["models"]["full"], out["models"]["vinet"]
@@ -361,6 +361,6 @@ def time_models(p: Params, seed_outputs: list[dict]) -> list[dict[str, float]]:
                 return full(X).numpy()
 
             seconds = interleaved_seconds({"full": run_full, "vinet": lambda: vinet.logits(X), "full_rerun": run_full},
-                                          p.throughput_reps, order=np.random.default_rng(seed))
+                                          p.throughput_reps, order=np.random.default_rng(position))
             rows.append({name: len(X) / float(np.median(s)) for name, s in seconds.items()})
     return rows
