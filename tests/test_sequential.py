@@ -58,6 +58,10 @@ def test_each_claim_records_the_look_that_decided_it():
     assert undecided(decided) == [] and undecided(open_) == ["gain_positive"]
     assert combine_looks(decided, None, CAP)[0].seeds_reason.startswith("decided at look 1 (5 seeds")
     assert "no look 2 yet" in combine_looks(open_, None, CAP)[0].seeds_reason
+    # a sanity check left open does not ask `paperflows extend` for seeds, so its reason must not promise them
+    open_check = [open_[0].model_copy(update={"role": "sanity"})]
+    assert undecided(open_check) == []
+    assert "opens no look 2" in combine_looks(open_check, None, CAP)[0].seeds_reason
     more = look(np.array([1.0, -1.0, 0.5, -0.2, 0.1, 2.0, 2.0, 2.0, 2.0, 2.0]), LOOK_CONFIDENCE)
     final = combine_looks(open_, more, CAP)[0]
     assert final.seeds == 10 and final.seeds_reason.startswith("decided at look 2")

@@ -39,6 +39,8 @@ def combine_looks(first: Sequence[ClaimResult], second: Sequence[ClaimResult] | 
                 why = f"decided at look 1 ({early.seeds} seeds, each look at one-sided 1.25%)"
             elif early.seeds >= seed_cap:
                 why = f"undecided at the seed cap ({seed_cap})"
+            elif early.role != "claim":   # only claims open a look 2 (`undecided`); a sanity check waits for one
+                why = f"undecided at look 1 ({early.seeds} seeds); a sanity check opens no look 2, only a claim does"
             else:
                 why = (f"undecided at look 1 ({early.seeds} seeds); no look 2 yet: `paperflows extend` adds seeds up "
                        f"to the cap ({seed_cap}) within the time budget (common.extension_budget_s)")
