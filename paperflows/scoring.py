@@ -93,7 +93,8 @@ def claim_problems(slug: str, root: Path = Path("."), params_file: Path = Path("
 def extension(slug: str, root: Path = Path("."), params_file: Path = Path("params.yaml")) -> int | None:
     """The ``extra_seeds`` look 1 asks for on the committed records: when a claim is undecided at look 1, as many
     as the seed cap and ``common.extension_budget_s`` allow (at the records' time per seed), else 0; None for a
-    paper without a ``seed_cap``."""
+    paper without a ``seed_cap``. A look 2 already opened keeps its size: it was fixed when look 1 was scored, and
+    the time per seed measured again (on the look-2 seeds, under another load) must not resize it."""
     from paperflows.core.evaluation import score
     from paperflows.core.records import load_records, select_seeds
 
@@ -101,6 +102,8 @@ def extension(slug: str, root: Path = Path("."), params_file: Path = Path("param
     params, common = resolve_params(slug, read_params_file(params_file))
     if params.seed_cap is None:
         return None
+    if params.extra_seeds:
+        return params.extra_seeds
     records = load_records(records_dir(root, slug))
     per_seed_s = records.meta["experiment_s"] / max(1, len(records.meta.get("seeds_run") or records.seeds))
     affordable = int(common.extension_budget_s // per_seed_s)

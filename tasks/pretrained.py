@@ -119,6 +119,32 @@ def _stamp(name: str, gguf: Path) -> dict:
             "transformers": transformers.__version__, "dtype": "float32"}
 
 
+@contextmanager
+def _each_gguf_parsed_once() -> Iterator[None]:
+    """Inside, ``gguf.GGUFReader`` parses each file once and hands the same reader to every later caller.
+
+    transformers builds a reader for the tokenizer, for the config (twice) and for the weights: three parses of
+    Gemma's 2.4 M metadata fields (its vocabulary), the larger part of a conversion. Its loader imports the class
+    from the module at each call, so the module attribute is what to replace; the readers only read.
+    """
+    import gguf as gguf_package
+
+    reader_class = gguf_package.GGUFReader
+    readers: dict[tuple[str, str], object] = {}
+
+    def parsed_once(path, mode: str = "r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    gguf_package.GGUFReader = parsed_once
+    try:
+        yield
+    finally:
+        gguf_package.GGUFReader = reader_class
+
+
 def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
     """``(model, tokenizer)`` for ``name`` (a key of :data:`MODELS`), float32 on CPU, in eval mode.
 
@@ -147,10 +173,12 @@ def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
         if not (stamp_file.exists() and json.loads(stamp_file.read_text()) == stamp):
             import transformers.modeling_gguf_pytorch_utils as gguf_utils
 
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             bar, gguf_utils.tqdm = gguf_utils.tqdm, functools.partial(gguf_utils.tqdm, disable=True)
             try:   # its conversion bar ignores transformers' progress-bar switch
-                model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+                with _each_gguf_parsed_once():
+                    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+                    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                                 dtype=torch.float32)
             finally:
                 gguf_utils.tqdm = bar
             # The tensors are already dequantised; drop the GGUF marker so save_pretrained writes plain float32.

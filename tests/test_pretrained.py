@@ -31,14 +31,28 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pretrained") / "smollm2-135m-instruct"
 
 
+GGUF_PARSES: list[str] = []   # the files the conversion in `lm` parsed, in order
+
+
 @pytest.fixture(scope="module")
 def lm(cache_dir):
-    """Loaded once per module from the GGUF in the wheel (the conversion path), with sockets refused."""
+    """Loaded once per module from the GGUF in the wheel (the conversion path), with sockets refused; every
+    GGUF parse on the way is counted in ``GGUF_PARSES``."""
+    import gguf
+
+    class CountedReader(gguf.GGUFReader):
+        def __init__(self, path, *args, **kwargs):
+            GGUF_PARSES.append(str(path))
+            super().__init__(path, *args, **kwargs)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setattr(socket.socket, "connect", _no_network)
         mp.setattr(socket, "create_connection", _no_network)
-        return P.load("smollm2-135m-instruct", cache_dir)
+        mp.setattr(gguf, "GGUFReader", CountedReader)
+        loaded = P.load("smollm2-135m-instruct", cache_dir)
+        assert gguf.GGUFReader is CountedReader, "the conversion left its parse-once reader in place"
+        return loaded
 
 
 def test_loads_as_a_float32_llama_and_caches_plain_safetensors(lm, cache_dir):
@@ -50,6 +64,11 @@ def test_loads_as_a_float32_llama_and_caches_plain_safetensors(lm, cache_dir):
     assert "quantization_config" not in json.loads((cache_dir / "config.json").read_text())
     assert json.loads((cache_dir / "paperflows_source.json").read_text())["gguf"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert tok.padding_side == "left" and tok.pad_token_id is not None
+
+
+def test_the_conversion_parses_the_gguf_once(lm):
+    """transformers asks for a reader for the tokenizer, the config and the weights; all get the same one."""
+    assert len(GGUF_PARSES) == 1 and GGUF_PARSES[0].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def test_cached_load_works_with_networking_off_and_matches(lm, cache_dir):

@@ -1,6 +1,7 @@
 """Two looks (paperflows.core.sequential): the error a claim states holds over both looks, and only a split rule keeps it."""
 
 import difflib
+import json
 
 import numpy as np
 import pytest
@@ -108,3 +109,33 @@ def test_extend_edits_one_line_of_params_yaml_and_refuses_an_invalid_value(tmp_p
     with pytest.raises(ParamsError, match="extra_seeds"):
         set_paper_value(path, "lapsum", "extra_seeds", 9)  # beyond the cap
     assert path.read_text() == before, "a refused value leaves the file as it was"
+
+
+def test_extend_sizes_look_2_by_the_budget_once_and_keeps_it_under_another_load(tmp_path):
+    """tgcl_ltf's committed look 1 (5 seeds) leaves a claim open. Opening look 2 buys as many seeds as
+    ``extension_budget_s`` (120 s) pays at the records' time per seed, up to the cap (10); once look 2 is open,
+    extend returns its size whatever the seeds cost now (else a rerun under load would shrink it)."""
+    import shutil
+
+    from conftest import ROOT
+
+    from paperflows.params import set_paper_value
+    from paperflows.scoring import extension
+
+    slug = "tgcl_ltf"
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    shutil.copytree(ROOT / "records" / slug, tmp_path / "records" / slug)
+    meta_path = tmp_path / "records" / slug / "meta.json"
+    meta = json.loads(meta_path.read_text())
+
+    def at_seconds_per_seed(seconds: float) -> None:
+        meta_path.write_text(json.dumps({**meta, "experiment_s": seconds * len(meta["seeds_run"])}))
+
+    set_paper_value(params, slug, "extra_seeds", 0)   # look 1 only
+    at_seconds_per_seed(40.0)
+    assert extension(slug, root=tmp_path, params_file=params) == 3       # 120 s // 40 s, under the cap
+    at_seconds_per_seed(1.0)
+    assert extension(slug, root=tmp_path, params_file=params) == 5       # the cap: 10 - 5
+    set_paper_value(params, slug, "extra_seeds", 3)   # look 2 opened at 3 seeds
+    assert extension(slug, root=tmp_path, params_file=params) == 3

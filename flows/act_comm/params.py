@@ -29,4 +29,4 @@ class Params(PaperParams):
     batch_size: int = Field(ge=1, description="prompts per forward pass")
 
 
-SMOKE = {"seeds": 2, "n_val": 6, "n_test": 8, "n_shared_texts": 8, "depths": [0.8], "message_max_tokens": 12}
+SMOKE = {"seeds": 1, "n_val": 6, "n_test": 8, "n_shared_texts": 8, "depths": [0.8], "message_max_tokens": 12}

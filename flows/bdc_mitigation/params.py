@@ -39,5 +39,5 @@ class Params(PaperParams):
         return self
 
 
-SMOKE = {"seeds": 2, "bench_per_family": 4, "mild_epochs": 1, "intensive_epochs": 2, "batch_size": 8,
+SMOKE = {"seeds": 1, "bench_per_family": 4, "mild_epochs": 1, "intensive_epochs": 2, "batch_size": 8,
          "typo_rates": [0.5]}

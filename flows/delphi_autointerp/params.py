@@ -37,5 +37,5 @@ class Params(PaperParams):
     explain_tokens: int = Field(ge=4, description="most tokens the explainer may write")
 
 
-SMOKE = {"seeds": 2, "n_rows": 48, "sae_latents": 128, "sae_epochs": 2, "n_latents": 2, "n_explain": 3,
+SMOKE = {"seeds": 1, "n_rows": 48, "sae_latents": 128, "sae_epochs": 2, "n_latents": 2, "n_explain": 3,
          "n_test": 2, "n_nonact": 2, "explain_tokens": 8}

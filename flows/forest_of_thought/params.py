@@ -41,5 +41,5 @@ class Params(PaperParams):
         return self
 
 
-SMOKE = {"seeds": 2, "puzzles": 3, "gate_problems": 6, "max_trees": 2, "forest_sizes": [1, 2], "headline_trees": 2,
+SMOKE = {"seeds": 1, "puzzles": 3, "gate_problems": 6, "max_trees": 2, "forest_sizes": [1, 2], "headline_trees": 2,
          "n_propose": 2}

@@ -24,4 +24,4 @@ class Params(PaperParams):
                                                                                description="alpha tried")
 
 
-SMOKE = {"seeds": 2, "n_probe": 8, "n_val": 4, "n_test": 4, "ks": [2, 8], "alphas": [5.0]}
+SMOKE = {"seeds": 1, "n_probe": 8, "n_val": 4, "n_test": 4, "ks": [2, 8], "alphas": [5.0]}

@@ -25,5 +25,5 @@ class Params(PaperParams):
     judge_c: float = Field(gt=0, description="inverse L2 strength of the MiniLM moderator's logistic head")
 
 
-SMOKE = {"seeds": 2, "categories": 2, "seeds_per_category": 4, "retained_harm_share": [0.35], "random_sample_size": 5,
-         "max_new_tokens": 6}
+SMOKE = {"seeds": 1, "categories": 2, "seeds_per_category": 4, "retained_harm_share": [0.35], "random_sample_size": 5,
+         "max_new_tokens": 6, "fact_tokens": 8}

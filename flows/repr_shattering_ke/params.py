@@ -39,5 +39,5 @@ class Params(PaperParams):
         return self
 
 
-SMOKE = {"seeds": 2, "edit_distances": [1, 3, 6], "edits_per_distance": 1, "n_contexts": 2, "v_steps": 4,
+SMOKE = {"seeds": 1, "edit_distances": [1, 3, 6], "edits_per_distance": 1, "n_contexts": 2, "v_steps": 4,
          "cov_tokens": 2048}

@@ -28,4 +28,4 @@ class Params(PaperParams):
     temperature: float = Field(gt=0, description="sampling temperature of Best-of-N (the paper: 1.0)")
 
 
-SMOKE = {"seeds": 2, "test_topics": 2, "answer_tokens": 8, "lora_steps": 2, "max_new": 8, "bon_n": [1, 2]}
+SMOKE = {"seeds": 1, "test_topics": 2, "answer_tokens": 8, "lora_steps": 2, "max_new": 8, "bon_n": [1, 2]}
