@@ -31,7 +31,7 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pretrained") / "smollm2-135m-instruct"
 
 
-GGUF_PARSES: list[str] = []   # the files the conversion in `lm` parsed, in order
+GGUF_PARSES: list[str] = []   # the files the latest conversion in `lm` parsed, in order
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +45,8 @@ def lm(cache_dir):
             GGUF_PARSES.append(str(path))
             super().__init__(path, *args, **kwargs)
 
+    # under pytest-xdist a worker may set this module up twice (its tests split between workers): count anew
+    GGUF_PARSES.clear()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setattr(socket.socket, "connect", _no_network)
