@@ -23,9 +23,14 @@ LOOKS = 2
 LOOK_CONFIDENCE = 1.0 - 2.0 * ALPHA_ONE_SIDED / LOOKS
 
 
+def opens_look_2(result: ClaimResult) -> bool:
+    """Whether more seeds are for ``result``: a claim (not a sanity check) that a look left inconclusive."""
+    return result.role == "claim" and result.verdict == "inconclusive"
+
+
 def undecided(results: Sequence[ClaimResult]) -> list[str]:
-    """Ids of the claims (not sanity checks) a look left inconclusive: what more seeds are for."""
-    return [r.id for r in results if r.role == "claim" and r.verdict == "inconclusive"]
+    """Ids of the results a look left open that ask for a look 2 (:func:`opens_look_2`)."""
+    return [r.id for r in results if opens_look_2(r)]
 
 
 def combine_looks(first: Sequence[ClaimResult], second: Sequence[ClaimResult] | None, seed_cap: int) -> list[ClaimResult]:
@@ -39,7 +44,7 @@ def combine_looks(first: Sequence[ClaimResult], second: Sequence[ClaimResult] | 
                 why = f"decided at look 1 ({early.seeds} seeds, each look at one-sided 1.25%)"
             elif early.seeds >= seed_cap:
                 why = f"undecided at the seed cap ({seed_cap})"
-            elif early.role != "claim":   # only claims open a look 2 (`undecided`); a sanity check waits for one
+            elif not opens_look_2(early):
                 why = f"undecided at look 1 ({early.seeds} seeds); a sanity check opens no look 2, only a claim does"
             else:
                 why = (f"undecided at look 1 ({early.seeds} seeds); no look 2 yet: `paperflows extend` adds seeds up "
