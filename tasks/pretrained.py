@@ -31,6 +31,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
@@ -120,14 +121,18 @@ def _stamp(name: str, gguf: Path) -> dict:
 
 
 @contextmanager
-def _each_gguf_parsed_once() -> Iterator[None]:
-    """Inside, ``gguf.GGUFReader`` parses each file once and hands the same reader to every later caller.
+def _converting() -> Iterator[None]:
+    """What a GGUF conversion changes in transformers' loader while it runs (both restored on leaving):
 
-    transformers builds a reader for the tokenizer, for the config (twice) and for the weights: three parses of
-    Gemma's 2.4 M metadata fields (its vocabulary), the larger part of a conversion. Its loader imports the class
-    from the module at each call, so the module attribute is what to replace; the readers only read.
+    - its progress bar is off (the conversion bar ignores transformers' progress-bar switch);
+    - ``gguf.GGUFReader`` parses each file once and hands the same reader to every later caller. transformers
+      builds a reader three times per conversion (loading the tokenizer, the model's config, the weights): three
+      parses of Gemma's 2.4 M metadata fields (its vocabulary), the larger part of a conversion. Its loader
+      imports the class from the module at each call, so the module attribute is what to replace; the readers
+      only read.
     """
     import gguf as gguf_package
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
 
     reader_class = gguf_package.GGUFReader
     readers: dict[tuple[str, str], object] = {}
@@ -138,11 +143,9 @@ def _each_gguf_parsed_once() -> Iterator[None]:
             readers[key] = reader_class(path, mode)
         return readers[key]
 
-    gguf_package.GGUFReader = parsed_once
-    try:
+    with (mock.patch.object(gguf_utils, "tqdm", functools.partial(gguf_utils.tqdm, disable=True)),
+          mock.patch.object(gguf_package, "GGUFReader", parsed_once)):
         yield
-    finally:
-        gguf_package.GGUFReader = reader_class
 
 
 def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
@@ -171,16 +174,9 @@ def load(name: str = DEFAULT_MODEL, cache_dir: str | Path | None = None):
     # The modules' random init, overwritten by the weights, must not shift a concurrent seed's global stream.
     with global_rngs_isolated():
         if not (stamp_file.exists() and json.loads(stamp_file.read_text()) == stamp):
-            import transformers.modeling_gguf_pytorch_utils as gguf_utils
-
-            bar, gguf_utils.tqdm = gguf_utils.tqdm, functools.partial(gguf_utils.tqdm, disable=True)
-            try:   # its conversion bar ignores transformers' progress-bar switch
-                with _each_gguf_parsed_once():
-                    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-                    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                                 dtype=torch.float32)
-            finally:
-                gguf_utils.tqdm = bar
+            with _converting():
+                tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+                model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
             # The tensors are already dequantised; drop the GGUF marker so save_pretrained writes plain float32.
             model.hf_quantizer = None
             if hasattr(model.config, "quantization_config"):

@@ -26,35 +26,59 @@ def _no_network(*args, **kwargs):
     raise OSError("network disabled in this test")
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("pretrained") / "smollm2-135m-instruct"
-
-
-GGUF_PARSES: list[str] = []   # the files the latest conversion in `lm` parsed, in order
-
-
-@pytest.fixture(scope="module")
-def lm(cache_dir):
-    """Loaded once per module from the GGUF in the wheel (the conversion path), with sockets refused; every
-    GGUF parse on the way is counted in ``GGUF_PARSES``."""
+def _counting_conversion(cache_dir: Path) -> list[str]:
+    """Convert SmolLM2 into ``cache_dir`` with sockets refused; returns the GGUF files parsed on the way."""
     import gguf
+
+    parses: list[str] = []
 
     class CountedReader(gguf.GGUFReader):
         def __init__(self, path, *args, **kwargs):
-            GGUF_PARSES.append(str(path))
+            parses.append(str(path))
             super().__init__(path, *args, **kwargs)
 
-    # under pytest-xdist a worker may set this module up twice (its tests split between workers): count anew
-    GGUF_PARSES.clear()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setattr(socket.socket, "connect", _no_network)
         mp.setattr(socket, "create_connection", _no_network)
         mp.setattr(gguf, "GGUFReader", CountedReader)
-        loaded = P.load("smollm2-135m-instruct", cache_dir)
+        P.load("smollm2-135m-instruct", cache_dir)
         assert gguf.GGUFReader is CountedReader, "the conversion left its parse-once reader in place"
-        return loaded
+    return parses
+
+
+@pytest.fixture(scope="session")
+def conversion(tmp_path_factory, worker_id):
+    """``(folder, GGUF files parsed)`` of one conversion per test session, into a folder of its own (not the
+    shared ``data/_pretrained``, which may already hold the model). pytest-xdist workers share it: the first
+    to need it converts under a lock, and a worker that sets this module up again (its tests split between
+    workers) reads what that conversion wrote instead of converting again (about 13 s each time)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent   # the session's folder, above each worker's own
+    folder, parses_file = shared / "pretrained" / "smollm2-135m-instruct", shared / "pretrained-gguf-parses.json"
+    with open(shared / "pretrained.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not parses_file.exists():
+            parses_file.write_text(json.dumps(_counting_conversion(folder)))
+    return folder, json.loads(parses_file.read_text())
+
+
+@pytest.fixture(scope="module")
+def cache_dir(conversion):
+    return conversion[0]
+
+
+@pytest.fixture(scope="module")
+def lm(cache_dir):
+    """Loaded once per module from the converted folder, with sockets refused."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setattr(socket.socket, "connect", _no_network)
+        mp.setattr(socket, "create_connection", _no_network)
+        return P.load("smollm2-135m-instruct", cache_dir)
 
 
 def test_loads_as_a_float32_llama_and_caches_plain_safetensors(lm, cache_dir):
@@ -68,9 +92,10 @@ def test_loads_as_a_float32_llama_and_caches_plain_safetensors(lm, cache_dir):
     assert tok.padding_side == "left" and tok.pad_token_id is not None
 
 
-def test_the_conversion_parses_the_gguf_once(lm):
+def test_the_conversion_parses_the_gguf_once(conversion):
     """transformers asks for a reader for the tokenizer, the config and the weights; all get the same one."""
-    assert len(GGUF_PARSES) == 1 and GGUF_PARSES[0].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    _, parses = conversion
+    assert len(parses) == 1 and parses[0].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def test_cached_load_works_with_networking_off_and_matches(lm, cache_dir):
