@@ -27,8 +27,8 @@ repro: setup  ## run every paper (DVC skips the unchanged ones) against one loca
 	$(BIN)/paperflows list
 
 # One test worker more than there are cores: a worker often waits (on the stage processes a DVC or CLI test starts, on
-# another worker converting a language model, on the Prefect API), and the extra one keeps the cores busy. The tests
-# alone on 2 cores, fresh checkouts on one machine: 2 workers 13 min 03 s, 3 workers 11 min 53 s, 4 workers 12 min 39 s
+# another worker converting a language model, on the Prefect API), and the extra one keeps the cores busy. On 2 cores
+# its gain is within the spread between clean-clone runs (README); 4 workers were slower
 TEST_WORKERS ?= $(shell python3 -c "import os; print(os.cpu_count() + 1)")
 
 test: setup  ## the tests on every core and one more worker (pytest-xdist; an idle worker steals queued tests from a busy one); the 25 slowest listed
