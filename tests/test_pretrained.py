@@ -26,6 +26,13 @@ def _no_network(*args, **kwargs):
     raise OSError("network disabled in this test")
 
 
+def _offline(mp: pytest.MonkeyPatch) -> None:
+    """Through ``mp``: the hub told it is offline, and every socket connection refused."""
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setattr(socket.socket, "connect", _no_network)
+    mp.setattr(socket, "create_connection", _no_network)
+
+
 def _counting_conversion(cache_dir: Path) -> list[str]:
     """Convert SmolLM2 into ``cache_dir`` with sockets refused; returns the GGUF files parsed on the way."""
     import gguf
@@ -38,9 +45,7 @@ def _counting_conversion(cache_dir: Path) -> list[str]:
             super().__init__(path, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(socket.socket, "connect", _no_network)
-        mp.setattr(socket, "create_connection", _no_network)
+        _offline(mp)
         mp.setattr(gguf, "GGUFReader", CountedReader)
         P.load("smollm2-135m-instruct", cache_dir)
         assert gguf.GGUFReader is CountedReader, "the conversion left its parse-once reader in place"
@@ -75,9 +80,7 @@ def cache_dir(conversion):
 def lm(cache_dir):
     """Loaded once per module from the converted folder, with sockets refused."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(socket.socket, "connect", _no_network)
-        mp.setattr(socket, "create_connection", _no_network)
+        _offline(mp)
         return P.load("smollm2-135m-instruct", cache_dir)
 
 
