@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import json
@@ -27,6 +29,15 @@ def params_for(slug: str, smoke: bool = True, **overrides):
     model, smoke_values = load_params_model(slug)
     section = dict(read_params_file(ROOT / "params.yaml")["papers"][slug])
     return model.model_validate({**section, **(smoke_values if smoke else {}), **overrides})
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path):
+    """Hold an exclusive lock on ``lock_path`` (created if missing) for the ``with`` block: of the pytest-xdist
+    workers that enter it with the same path, one at a time runs the block."""
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _loopback(address) -> bool:
@@ -70,8 +81,6 @@ def one_conversion_per_model():
     """pytest-xdist workers share ``data/_pretrained``: on a clean clone the first worker to need a language
     model converts it while another that needs it waits, instead of each converting its own copy (tens of
     seconds of both cores per model). Every caller goes through ``P.load``, so the lock reaches them all."""
-    import fcntl
-
     from tasks import pretrained as P
 
     load = P.load
@@ -82,8 +91,7 @@ def one_conversion_per_model():
             return load(name, cache_dir)
         # the lock lives outside the folder: data/_pretrained is a DVC output, and a stray file would change it
         key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
-        with open(Path(tempfile.gettempdir()) / f"paperflows-convert-{key}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(Path(tempfile.gettempdir()) / f"paperflows-convert-{key}.lock"):
             return load(name, cache_dir)
 
     with pytest.MonkeyPatch.context() as patch:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import exclusive
 
 from tasks import pretrained as P
 
@@ -58,14 +59,11 @@ def conversion(tmp_path_factory, worker_id):
     shared ``data/_pretrained``, which may already hold the model). pytest-xdist workers share it: the first
     to need it converts under a lock, and a worker that sets this module up again (its tests split between
     workers) reads what that conversion wrote instead of converting again (about 13 s each time)."""
-    import fcntl
-
     shared = tmp_path_factory.getbasetemp()
     if worker_id != "master":
         shared = shared.parent   # the session's folder, above each worker's own
     folder, parses_file = shared / "pretrained" / "smollm2-135m-instruct", shared / "pretrained-gguf-parses.json"
-    with open(shared / "pretrained.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(shared / "pretrained.lock"):
         if not parses_file.exists():
             parses_file.write_text(json.dumps(_counting_conversion(folder)))
     return folder, json.loads(parses_file.read_text())
