@@ -15,23 +15,26 @@ import math
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from paperflows.core.report import flatten  # noqa: E402
+
 RENAMED = ("ratio", "slope")
 SEED_DEFAULTS = {"seed_cap": None, "extra_seeds": 0}
 """Params every paper gained with the two looks: at these values, absent before, they change nothing."""
 
 
-def flatten(node: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in node.items():
-        if key == "timings":
-            continue
-        renamed = key in RENAMED and "ci_low" in node and not isinstance(value, dict)
-        path = f"{prefix}{'mean' if renamed else key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, path + "."))
-        else:
-            out[path] = value
-    return out
+def measurements(metrics: dict) -> dict:
+    """``metrics`` flattened as the report flattens them, without the timings; an interval's point estimate
+    named ``ratio`` or ``slope`` under the name ``mean`` that older trees gave it."""
+    flat = {key: value for key, value in flatten(metrics).items() if "timings" not in key.split(".")}
+    return {current_name(key, flat): value for key, value in flat.items()}
+
+
+def current_name(key: str, flat: dict) -> str:
+    parent, _, leaf = key.rpartition(".")
+    prefix = f"{parent}." if parent else ""
+    return f"{prefix}mean" if leaf in RENAMED and f"{prefix}ci_low" in flat else key
 
 
 def same(a, b) -> bool:
@@ -40,7 +43,7 @@ def same(a, b) -> bool:
 
 def differences(old: dict, new: dict) -> list[str]:
     problems = []
-    before, after = flatten(old["metrics"]), flatten(new["metrics"])
+    before, after = measurements(old["metrics"]), measurements(new["metrics"])
     for key in sorted(set(before) | set(after)):
         if key not in before or key not in after:
             problems.append(f"metric {key}: only in {'old' if key in before else 'new'}")
@@ -68,7 +71,7 @@ def main(old_root: Path, new_root: Path, slugs: list[str]) -> int:
         old, new = (json.loads((root / slug / "metrics.json").read_text()) for root in (old_root, new_root))
         problems = differences(old, new)
         failed += bool(problems)
-        print(f"{slug}: {len(flatten(old['metrics']))} metrics, {len(old['claims'])} claims: "
+        print(f"{slug}: {len(measurements(old['metrics']))} metrics, {len(old['claims'])} claims: "
               + ("identical" if not problems else f"{len(problems)} differences"))
         for problem in problems[:20]:
             print(f"  {problem}")
