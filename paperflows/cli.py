@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -17,9 +18,30 @@ server_app = typer.Typer(no_args_is_help=True, help="The shared local Prefect se
 app.add_typer(server_app, name="server")
 
 
+ParamsFile = Annotated[Path, typer.Option(help="params file")]
+Overrides = Annotated[List[str], typer.Option("--set", help="override, e.g. --set k=200 or --set common.seed=3")]
+Runner = Annotated[str, typer.Option(help="threads | processes | dask")]
+DaskAddress = Annotated[Optional[str], typer.Option(help="address of an existing Dask scheduler (with --runner dask)")]
+OutRoot = Annotated[Optional[Path], typer.Option("--out", help="root for data/, records/ and results/ (default: the "
+                                                 "repo, or .paperflows/smoke at smoke scale)")]
+Slugs = Annotated[Optional[List[str]], typer.Argument(help="papers (default: all)")]
+"""Options that several commands share, declared once."""
+
+
 def _fail(err: BaseException) -> None:
     typer.echo(f"error: {type(err).__name__}: {err}".splitlines()[0], err=True)
     raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _one_line_errors():
+    """An error in the block ends the command with its type and first line on stderr and exit status 1."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except Exception as err:
+        _fail(err)
 
 
 def _out_root(out: Optional[Path], smoke: bool) -> Path:
@@ -42,58 +64,52 @@ def list_papers() -> None:
 
 @app.command()
 def run(
-    slug: str = typer.Argument(..., help="paper slug, e.g. lapsum"),
-    smoke: bool = typer.Option(False, help="smoke scale (seconds); writes under .paperflows/smoke unless --out is given"),
-    set_: List[str] = typer.Option([], "--set", help="override, e.g. --set k=200 or --set common.seed=3"),
-    runner: str = typer.Option("threads", help="threads | processes | dask"),
-    dask_address: Optional[str] = typer.Option(None, help="address of an existing Dask scheduler (with --runner dask)"),
-    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
-    params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+    slug: Annotated[str, typer.Argument(help="paper slug, e.g. lapsum")],
+    smoke: Annotated[bool, typer.Option(help="smoke scale (seconds)")] = False,
+    set_: Overrides = [],
+    runner: Runner = "threads",
+    dask_address: DaskAddress = None,
+    out: OutRoot = None,
+    params_file: ParamsFile = Path("params.yaml"),
 ) -> None:
     """Run one paper's flow and check its claims."""
     from paperflows.pipeline import run_paper
-
-    out_root = _out_root(out, smoke)
-    try:
-        summary = run_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
-                            runner=runner, dask_address=dask_address)
-    except Exception as err:  # one line with the cause, non-zero exit
-        _fail(err)
     from paperflows.summary import counts_text
+
+    with _one_line_errors():
+        summary = run_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
+                            overrides=set_, runner=runner, dask_address=dask_address)
 
     typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
 
 
 @app.command()
 def record(
-    slug: str = typer.Argument(..., help="paper slug, e.g. lapsum"),
-    smoke: bool = typer.Option(False, help="smoke scale; writes under .paperflows/smoke unless --out is given"),
-    set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
-    runner: str = typer.Option("threads", help="threads | processes | dask"),
-    dask_address: Optional[str] = typer.Option(None, help="address of an existing Dask scheduler (with --runner dask)"),
-    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
-    params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+    slug: Annotated[str, typer.Argument(help="paper slug, e.g. lapsum")],
+    smoke: Annotated[bool, typer.Option(help="smoke scale")] = False,
+    set_: Overrides = [],
+    runner: Runner = "threads",
+    dask_address: DaskAddress = None,
+    out: OutRoot = None,
+    params_file: ParamsFile = Path("params.yaml"),
 ) -> None:
     """Run a paper's experiment into records/<slug> (only the seeds the records lack)."""
     from paperflows.stages import record_paper
 
-    out_root = _out_root(out, smoke)
-    try:
-        summary = record_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_,
-                               runner=runner, dask_address=dask_address)
-    except Exception as err:
-        _fail(err)
+    with _one_line_errors():
+        summary = record_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
+                               overrides=set_, runner=runner, dask_address=dask_address)
     typer.echo(f"{slug}: records for seeds {summary['seeds']} ({len(summary['seeds_run'])} run now) in "
                f"{summary['wall_s']:.1f} s -> {summary['records_dir']}")
 
 
 @app.command()
 def evaluate(
-    slugs: List[str] = typer.Argument(None, help="papers (default: all), scored one after the other in this process"),
-    smoke: bool = typer.Option(False, help="score the smoke-scale records under .paperflows/smoke"),
-    set_: List[str] = typer.Option([], "--set", help="override, e.g. --set seeds=10"),
-    out: Optional[Path] = typer.Option(None, help="root for data/, records/ and results/ (default: the repo)"),
-    params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
+    slugs: Slugs = None,
+    smoke: Annotated[bool, typer.Option(help="score the smoke-scale records")] = False,
+    set_: Overrides = [],
+    out: OutRoot = None,
+    params_file: ParamsFile = Path("params.yaml"),
 ) -> None:
     """Score papers' stored records: estimates, claims, figure and report (no training). Outside DVC: `dvc repro
     <slug>-eval` (or `paperflows repro --rescore`) is the tracked way."""
@@ -101,37 +117,33 @@ def evaluate(
     from paperflows.scoring import evaluate_paper
     from paperflows.summary import counts_text
 
-    out_root = _out_root(out, smoke)
-    try:
+    with _one_line_errors():
         for slug in slugs or configured_slugs(params_file):
-            summary = evaluate_paper(slug, params_file=params_file, out_root=out_root, smoke=smoke, overrides=set_)
+            summary = evaluate_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
+                                     overrides=set_)
             typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
-    except Exception as err:
-        _fail(err)
 
 
 @app.command()
-def extend(slugs: List[str] = typer.Argument(None, help="papers (default: all; those without a seed_cap are skipped)"),
-           params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
+def extend(slugs: Slugs = None, params_file: ParamsFile = Path("params.yaml")) -> None:
     """Second looks: for each paper with a seed_cap whose committed look 1 left a claim undecided, set
     extra_seeds (up to the cap) in params.yaml; `dvc repro` then runs only the new seeds and re-scores."""
     from paperflows.params import configured_slugs, set_paper_value
     from paperflows.scoring import extension
 
-    try:
-        for slug in slugs or configured_slugs(params_file):
+    with _one_line_errors():
+        for slug in slugs or configured_slugs(params_file):   # a paper without a seed_cap gives None: skipped
             extra = extension(slug, params_file=params_file)
             if extra is not None:
                 set_paper_value(params_file, slug, "extra_seeds", extra)
                 typer.echo(f"{slug}: extra_seeds = {extra}" + (" (look 1 left a claim undecided)" if extra else ""))
-    except Exception as err:
-        _fail(err)
 
 
 @app.command()
-def check(params_file: Path = typer.Option(Path("params.yaml"), help="params file"),
-          claims: bool = typer.Option(False, "--claims", help="also score each paper's committed records in "
-                                      "memory and look up every path its claims name (seconds per paper)")) -> None:
+def check(params_file: ParamsFile = Path("params.yaml"),
+          claims: Annotated[bool, typer.Option("--claims", help="also score each paper's committed records in "
+                                               "memory and look up every path its claims name (seconds per paper)")]
+          = False) -> None:
     """Validate params.yaml and the flow registry without starting Prefect or importing any method."""
     from paperflows.params import check_params_file, configured_slugs
 
@@ -148,7 +160,7 @@ def check(params_file: Path = typer.Option(Path("params.yaml"), help="params fil
 
 
 @app.command()
-def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_paper")) -> None:
+def new(slug: Annotated[str, typer.Argument(help="the new paper's slug, e.g. my_paper")]) -> None:
     """Start a paper: flows/<slug>/ (params.py, method.py, flow.py), a test skeleton and a params section; regenerate
     dvc.yaml and params/<slug>.yaml."""
     from paperflows.dvcgen import dvc_yaml_text
@@ -156,27 +168,24 @@ def new(slug: str = typer.Argument(..., help="the new paper's slug, e.g. my_pape
     from paperflows.scaffold import new_paper
     from paperflows.core.io import atomic_write_text
 
-    try:
+    with _one_line_errors():
         written = new_paper(slug)
         write_stage_params()
         atomic_write_text(Path("dvc.yaml"), dvc_yaml_text())
-    except Exception as err:
-        _fail(err)
     for path in written:
         typer.echo(f"wrote {path}")
     typer.echo(f"regenerated dvc.yaml; next: paperflows run {slug} --smoke")
 
 
 @app.command("dvc-yaml")
-def dvc_yaml(check_only: bool = typer.Option(False, "--check", help="exit 1 if dvc.yaml is not what would be generated")) -> None:
+def dvc_yaml(check_only: Annotated[bool, typer.Option("--check", help="exit 1 if dvc.yaml is not what would be "
+                                                        "generated")] = False) -> None:
     """Write dvc.yaml: one stage per paper, deps = exactly the code that paper imports."""
     from paperflows.dvcgen import dvc_yaml_text
     from paperflows.core.io import atomic_write_text
 
-    try:
+    with _one_line_errors():
         text = dvc_yaml_text()
-    except Exception as err:
-        _fail(err)
     current = Path("dvc.yaml").read_text() if Path("dvc.yaml").is_file() else ""
     if check_only:
         if current != text:
@@ -194,36 +203,33 @@ def split_params() -> None:
     """Write params/<slug>.yaml (a paper's section and common) from params.yaml: DVC stage `params` runs it."""
     from paperflows.params import write_stage_params
 
-    try:
+    with _one_line_errors():
         written = write_stage_params()
-    except Exception as err:
-        _fail(err)
     typer.echo(f"params/: {len(written)} file(s) written" + (f" ({', '.join(written)})" if written else ""))
 
 
 @app.command()
-def repro(papers: Optional[str] = typer.Option(None, help="comma-separated slugs: rerun just these (forced)"),
-          rescore: bool = typer.Option(False, help="only the evaluation stages, forced: re-score the committed "
-                                       "records in one process (no training; about 1 s per paper)"),
-          dask_address: Optional[str] = typer.Option(None, help="run the papers on the Dask workers of this "
-                                                     "scheduler (one per machine, each in a clone with the same code and params)"),
-          workers: int = typer.Option(0, help="run the papers on this many local Dask worker processes")) -> None:
+def repro(papers: Annotated[Optional[str], typer.Option(help="comma-separated slugs: rerun just these (forced)")]
+          = None,
+          rescore: Annotated[bool, typer.Option(help="only the evaluation stages, forced: re-score the committed "
+                                                "records in one process (no training; about 1 s per paper)")] = False,
+          dask_address: Annotated[Optional[str], typer.Option(
+              help="run the papers on the Dask workers of this scheduler (one per machine, each in a clone with "
+                   "the same code and params)")] = None,
+          workers: Annotated[int, typer.Option(help="run the papers on this many local Dask worker processes")] = 0) -> None:
     """Run every changed paper through DVC (saying first how many and for how long), with each one's place in the
     queue and the elapsed time."""
     from paperflows.repro import repro as run_all
 
     chosen = [s.strip() for s in papers.split(",") if s.strip()] if papers else []
-    try:
+    with _one_line_errors():
         code = run_all(typer.echo, chosen, rescore=rescore, dask_address=dask_address, workers=workers)
-    except Exception as err:
-        _fail(err)
     raise typer.Exit(code)
 
 
 @app.command()
-def fingerprint(check: Optional[Path] = typer.Option(None, help="compare with this fingerprint file, e.g. "
-                                                                 "results/FINGERPRINT.txt; exit 1 on any difference"),
-                ) -> None:
+def fingerprint(check: Annotated[Optional[Path], typer.Option(
+        help="compare with this fingerprint file, e.g. results/FINGERPRINT.txt; exit 1 on any difference")] = None) -> None:
     """Print an md5 prefix per numeric primitive (NumPy, SciPy, scikit-learn, torch); equal lines, equal bits."""
     from paperflows.core.fingerprint import fingerprint as primitive_hashes
     from paperflows.core.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
@@ -242,32 +248,29 @@ def fingerprint(check: Optional[Path] = typer.Option(None, help="compare with th
 
 
 @app.command()
-def recheck(slug: str = typer.Argument(..., help="paper slug"),
-            smoke: bool = typer.Option(False, help="smoke scale")) -> None:
+def recheck(slug: Annotated[str, typer.Argument(help="paper slug")],
+            smoke: Annotated[bool, typer.Option(help="smoke scale")] = False) -> None:
     """Rerun a paper into .paperflows/rechecks/<time>/ and compare its verdicts with the committed ones (what a schedule runs)."""
     from paperflows.recheck import recheck_paper
 
-    try:
+    with _one_line_errors():
         result = recheck_paper(slug, smoke=smoke)
-    except Exception as err:
-        _fail(err)
     typer.echo(f"{slug}: no verdict changed ({len(result['rows'])} claims) -> {result['out_root']}")
 
 
 @app.command()
-def robustness(slugs: List[str] = typer.Argument(None, help="papers (default: all)"),
-               offset: Optional[int] = typer.Option(None, help="seed offset (default: the one fixed in code)"),
-               rescore: bool = typer.Option(False, help="re-score the stored records of the last robustness run "
-                                            "with today's evaluation code (no training)")) -> None:
+def robustness(slugs: Slugs = None,
+               offset: Annotated[Optional[int], typer.Option(help="seed offset (default: the one fixed in code)")]
+               = None,
+               rescore: Annotated[bool, typer.Option(help="re-score the stored records of the last robustness run "
+                                                     "with today's evaluation code (no training)")] = False) -> None:
     """Rerun papers with common.seed shifted, compare verdicts claim by claim; writes results/ROBUSTNESS.md."""
     from paperflows import robustness as module
     from paperflows.summary import verdict_pairs
 
-    try:
+    with _one_line_errors():
         record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo,
                                    rescore=rescore)
-    except Exception as err:
-        _fail(err)
     flips = sum(committed != shifted for slug in record["papers"]
                 for _, committed, shifted in verdict_pairs(record, Path("results"), slug).values())
     typer.echo(f"wrote results/ROBUSTNESS.md: {flips} verdicts flip at seed offset {record['offset']}")
@@ -278,11 +281,9 @@ def pretrained() -> None:
     """Convert the offline pretrained language models once into data/_pretrained (stage `pretrained`)."""
     from tasks.pretrained import prepare
 
-    try:
+    with _one_line_errors():
         for folder in prepare():
             typer.echo(f"ready: {folder}")
-    except Exception as err:
-        _fail(err)
 
 
 @app.command()
@@ -290,14 +291,12 @@ def report() -> None:
     """Write results/SUMMARY.md and the README's table from every results/<slug>/metrics.json."""
     from paperflows.summary import write_summary
 
-    try:
+    with _one_line_errors():
         typer.echo(f"wrote {write_summary()}")
-    except Exception as err:
-        _fail(err)
 
 
 @app.command()
-def serve(params_file: Path = typer.Option(Path("params.yaml"), help="params file")) -> None:
+def serve(params_file: ParamsFile = Path("params.yaml")) -> None:
     """Serve a re-check deployment per paper (cron schedules from params.yaml's `schedules`); runs land in .paperflows/rechecks/."""
     from prefect import serve as prefect_serve
 
@@ -306,20 +305,16 @@ def serve(params_file: Path = typer.Option(Path("params.yaml"), help="params fil
     if not os.environ.get("PREFECT_API_URL"):
         typer.echo(f"note: PREFECT_API_URL is unset; start a server (paperflows server up) and set it to {server.API_URL}",
                    err=True)
-    try:
+    with _one_line_errors():
         deployments = build_deployments(params_file)
-    except Exception as err:
-        _fail(err)
     prefect_serve(*deployments)
 
 
 @server_app.command("up")
 def server_up() -> None:
     """Start the local Prefect server unless one is running; print the UI address."""
-    try:
+    with _one_line_errors():
         typer.echo(f"Prefect UI: {server.start()}  (export PREFECT_API_URL={server.API_URL}; `make stop` ends it)")
-    except Exception as err:
-        _fail(err)
 
 
 @server_app.command("down")
