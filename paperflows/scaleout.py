@@ -1,7 +1,8 @@
 """Several machines on one reproduction: Dask workers run papers' stage commands, DVC records the results here.
 
 One ``dask worker tcp://<scheduler>:8786`` per machine, each started in a clone of this repository at the same
-commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere), and ``paperflows repro --dask-address
+commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere; a worker refuses a paper whose code
+or params there differ from this checkout's, as far as the paper's DVC stages depend on them), and ``paperflows repro --dask-address
 tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
 (committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
 (``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
@@ -28,26 +29,42 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+import yaml
+
 from paperflows.core.io import replace_dir
+from paperflows.params import read_params_file, stage_params_text
+from paperflows.repro import paper_stage_names
 from paperflows.stages import FRESH_ENV
 
 REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
-INPUTS = ("flows", "tasks", "paperflows", "params.yaml", "params")
-"""What the stages read (code and params); a worker's copy of these must match the driver's."""
 
 
-def tree_digest(repo: Path) -> str:
-    """A digest of the working-tree content of the tracked files in :data:`INPUTS`: two clones with the same
-    digest run the same code with the same params, whatever else (outputs arriving during a run, docs, later
-    commits of results) differs."""
-    names = subprocess.run(["git", "ls-files", "-z", "--", *INPUTS], cwd=repo, capture_output=True, check=True,
-                           ).stdout.decode().split("\0")
-    digest = hashlib.md5()
-    for name in sorted(filter(None, names)):
-        path = Path(repo) / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<absent>") + b"\0")
-    return digest.hexdigest()[:16]
+def inputs_digests(repo: Path, slugs: Sequence[str]) -> dict[str, str]:
+    """``{slug: digest}`` of what each paper's two stages read, as DVC compares it: the working-tree content of
+    the tracked files among ``dvc.yaml``'s deps of ``<slug>`` and ``<slug>-eval`` (less the records that the
+    first writes and the second reads), and the paper's params (its section and ``common``, as
+    ``params/<slug>.yaml`` holds them). Two clones with the same digest run the paper with the same code and
+    params, whatever else differs: other papers' code, docs, outputs landing during a run."""
+    repo = Path(repo)
+    stages = yaml.load((repo / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"]
+    raw_params = read_params_file(repo / "params.yaml")
+    digests = {}
+    for slug in slugs:
+        records_stage, eval_stage = paper_stage_names(slug)
+        missing = [name for name in (records_stage, eval_stage) if name not in stages]
+        if missing:
+            raise RuntimeError(f"dvc.yaml in {repo} has no stage {missing[0]}: run `paperflows dvc-yaml` there")
+        written = {next(iter(out)) if isinstance(out, dict) else out for out in stages[records_stage].get("outs", [])}
+        deps = {dep for name in (records_stage, eval_stage) for dep in stages[name].get("deps", [])} - written
+        tracked = subprocess.run(["git", "ls-files", "-z", "--", *sorted(deps)], cwd=repo, capture_output=True,
+                                 check=True).stdout.decode().split("\0")
+        digest = hashlib.md5(stage_params_text(raw_params, slug).encode())
+        for name in sorted(filter(None, tracked)):
+            path = repo / name
+            digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<absent>") + b"\0")
+        digests[slug] = digest.hexdigest()[:16]
+    return digests
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -64,17 +81,18 @@ def write_folder_files(folder: Path, files: dict[str, bytes]) -> None:
         (folder / relative).write_bytes(content)
 
 
-def run_paper_stages(slug: str, expected_tree: str, driver_repo: str,
+def run_paper_stages(slug: str, expected_inputs: str, driver_repo: str,
                      stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
     """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
     ``stored_records`` (the driver's ``records/<slug>`` files: seeds already made under the same key are kept,
     as :func:`paperflows.core.records.grow_plan` decides) or, when None, from scratch; returns ``{folder: {relative path:
-    bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params differ from the driver's."""
+    bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params for the paper differ from
+    the driver's (``expected_inputs``, :func:`inputs_digests`)."""
     repo = Path(os.environ.get(REPO_ENV, driver_repo))
-    found = tree_digest(repo)
-    if found != expected_tree:
-        raise RuntimeError(f"the worker's clone {repo} is at {found}, the driver's at {expected_tree}: "
-                           "check out the same code and params on every machine")
+    found = inputs_digests(repo, [slug])[slug]
+    if found != expected_inputs:
+        raise RuntimeError(f"the worker's clone {repo} has other code or params for {slug} ({found}) than the "
+                           f"driver ({expected_inputs}): check out the same code and params on every machine")
     env = {**os.environ, **({FRESH_ENV: "1"} if stored_records is None else {})}
     with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
         if stored_records is not None:
@@ -108,12 +126,14 @@ def expected_makespan_s(durations: Sequence[float], machines: int) -> float:
 def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: str | None = None, workers: int = 2,
                   root: Path = Path("."), echo: Callable[[str], None] = print, fresh: bool = False) -> list[str]:
     """Run ``slugs`` on the Dask cluster at ``address`` (or a local one of ``workers`` processes), longest first
-    by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed.
-    ``fresh``: every seed from scratch; otherwise each task carries this checkout's stored records."""
+    by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed,
+    and those whose code or params changed here while they ran (their outputs are left out: DVC would record
+    them against the new code). ``fresh``: every seed from scratch; otherwise each task carries this checkout's
+    stored records."""
     from distributed import Client, LocalCluster, as_completed
 
     root = Path(root).resolve()
-    tree = tree_digest(root)
+    digests = inputs_digests(root, slugs)
     cluster = None if address else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                 dashboard_address=None)
     failed: list[str] = []
@@ -125,14 +145,18 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
             echo(f"{len(queue)} papers on {machines} Dask workers; expected about {makespan / 60:.0f} min "
                  f"(longest first, committed runtimes)")
             started = time.monotonic()
-            futures = {client.submit(run_paper_stages, slug, tree, str(root),
+            futures = {client.submit(run_paper_stages, slug, digests[slug], str(root),
                                      None if fresh else folder_files(root / "records" / slug),
                                      key=f"paperflows-{slug}", pure=False): slug
                        for slug in queue}
             for position, future in enumerate(as_completed(futures), 1):
                 slug = futures[future]
                 try:
-                    put_outputs(root, slug, future.result())
+                    outputs = future.result()
+                    if inputs_digests(root, [slug])[slug] != digests[slug]:
+                        raise RuntimeError("its code or params changed here while it ran; its outputs are left "
+                                           "out (rerun it)")
+                    put_outputs(root, slug, outputs)
                     echo(f"[{position}/{len(queue)}] {slug} done (elapsed {time.monotonic() - started:.0f} s)")
                 except Exception as err:  # one paper's failure must not lose the others' outputs
                     failed.append(slug)

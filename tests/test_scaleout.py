@@ -10,7 +10,8 @@ from test_dvc import CHEAP_PAPERS, set_smoke, status
 
 from paperflows.params import paper_slugs
 from paperflows.pipeline import run_paper
-from paperflows.scaleout import expected_makespan_s, run_paper_stages, tree_digest
+from paperflows import scaleout
+from paperflows.scaleout import expected_makespan_s, inputs_digests, run_paper_stages
 
 
 def test_makespan_is_the_longest_first_greedy_schedule():
@@ -21,16 +22,48 @@ def test_makespan_is_the_longest_first_greedy_schedule():
     assert expected_makespan_s(durations, 2) == 10
 
 
-def test_a_worker_refuses_a_clone_with_other_code(repo_copy):
+def test_a_worker_refuses_a_paper_whose_code_or_params_differ_in_its_clone(repo_copy):
     repo, _ = repo_copy
-    digest = tree_digest(repo)
+    first, second = CHEAP_PAPERS
+    before = inputs_digests(repo, [first, second])
     (repo / "results" / "SUMMARY.md").write_text("rewritten by a stage\n")
+    (repo / "records" / first / "meta.json").write_text("{}\n")   # the records stage's output, the evaluation's input
     (repo / "README.md").write_text("edited during the run\n")
-    assert tree_digest(repo) == digest, "outputs landing during a run, and docs, are not part of the digest"
-    (repo / "params.yaml").write_text((repo / "params.yaml").read_text() + "\n# an edit\n")
-    assert tree_digest(repo) != digest, "an uncommitted change to the params is part of the digest"
+    edit(repo / "flows" / second / "method.py")
+    after = inputs_digests(repo, [first, second])
+    assert after[first] == before[first], "outputs, docs and another paper's code are not part of a paper's digest"
+    assert after[second] != before[second], "an uncommitted change to the paper's code is part of its digest"
+    raw = yaml.safe_load((repo / "params.yaml").read_text())
+    raw["papers"][first]["seeds"] += 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert inputs_digests(repo, [first])[first] != before[first], "so is a change to the paper's params"
     with pytest.raises(RuntimeError, match="check out the same code and params"):
-        run_paper_stages(paper_slugs()[0], digest, str(repo))
+        run_paper_stages(first, before[first], str(repo))
+
+
+def edit(path):
+    path.write_text(path.read_text() + "\n# edited during the run\n")
+
+
+def test_a_paper_whose_code_changed_here_while_it_ran_is_left_out(repo_copy, monkeypatch):
+    """DVC would record its outputs against the new code: they are not put in place, and it counts as failed."""
+    from distributed import LocalCluster
+
+    repo, _ = repo_copy
+    first, second = CHEAP_PAPERS
+
+    def stages_edited_meanwhile(slug, expected_inputs, driver_repo, stored_records=None):
+        if slug == first:
+            edit(repo / "flows" / first / "method.py")
+        return {folder: {"from_the_worker.txt": b"new"} for folder in scaleout.OUTPUT_FOLDERS}
+
+    monkeypatch.setattr(scaleout, "run_paper_stages", stages_edited_meanwhile)   # the tasks run in this process
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        failed = scaleout.repro_on_dask([first, second], {first: 2.0, second: 1.0}, cluster.scheduler_address,
+                                        root=repo, echo=lambda line: None)
+    assert failed == [first]
+    assert not (repo / "results" / first / "from_the_worker.txt").exists()
+    assert (repo / "results" / second / "from_the_worker.txt").read_bytes() == b"new"
 
 
 def test_two_local_workers_commit_what_a_serial_run_writes(repo_copy, tmp_path_factory):
