@@ -2,8 +2,8 @@
 
 One ``dask worker tcp://<scheduler>:8786`` per machine, each started in a clone of this repository at the same
 commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere; a worker refuses a paper whose code
-or params there differ from this checkout's, as far as the paper's DVC stages depend on them), and ``paperflows repro --dask-address
-tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
+or params there differ from this checkout's, as far as the paper's DVC stages depend on them), and ``paperflows
+repro --dask-address tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
 (committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
 (``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
 folder, and sends back the paper's ``data/``, ``records/`` and ``results/`` folders as files. A stale paper's task
