@@ -49,18 +49,22 @@ def inputs_digests(repo: Path, slugs: Sequence[str]) -> dict[str, str]:
     repo = Path(repo)
     stages = yaml.load((repo / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"]
     raw_params = read_params_file(repo / "params.yaml")
-    digests = {}
+    deps_of = {}
     for slug in slugs:
         records_stage, eval_stage = paper_stage_names(slug)
         missing = [name for name in (records_stage, eval_stage) if name not in stages]
         if missing:
             raise RuntimeError(f"dvc.yaml in {repo} has no stage {missing[0]}: run `paperflows dvc-yaml` there")
         written = {next(iter(out)) if isinstance(out, dict) else out for out in stages[records_stage].get("outs", [])}
-        deps = {dep for name in (records_stage, eval_stage) for dep in stages[name].get("deps", [])} - written
-        tracked = subprocess.run(["git", "ls-files", "-z", "--", *sorted(deps)], cwd=repo, capture_output=True,
-                                 check=True).stdout.decode().split("\0")
+        deps_of[slug] = {dep for name in (records_stage, eval_stage) for dep in stages[name].get("deps", [])} - written
+    every_dep = sorted(set().union(*deps_of.values()))
+    tracked = set(filter(None, subprocess.run(["git", "ls-files", "-z", "--", *every_dep], cwd=repo,
+                                              capture_output=True, check=True).stdout.decode().split("\0")))
+    digests = {}
+    for slug, deps in deps_of.items():
         digest = hashlib.md5(stage_params_text(raw_params, slug).encode())
-        for name in sorted(filter(None, tracked)):
+        for name in sorted(name for name in tracked if any(name == dep or name.startswith(dep.rstrip("/") + "/")
+                                                           for dep in deps)):
             path = repo / name
             digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"<absent>") + b"\0")
         digests[slug] = digest.hexdigest()[:16]
@@ -127,8 +131,9 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
                   root: Path = Path("."), echo: Callable[[str], None] = print, fresh: bool = False) -> list[str]:
     """Run ``slugs`` on the Dask cluster at ``address`` (or a local one of ``workers`` processes), longest first
     by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed,
-    and those whose code or params changed here while they ran (their outputs are left out: DVC would record
-    them against the new code). ``fresh``: every seed from scratch; otherwise each task carries this checkout's
+    and those whose code or params here changed since they were sent, checked as each arrives (its outputs are
+    then left out) and once more after the last (they stay in place): the caller records only the rest, since
+    DVC would pair those outputs with the new code. ``fresh``: every seed from scratch; otherwise each task carries this checkout's
     stored records."""
     from distributed import Client, LocalCluster, as_completed
 
@@ -164,4 +169,11 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
     finally:
         if cluster is not None:
             cluster.close()
+    arrived = [slug for slug in queue if slug not in failed]
+    now = inputs_digests(root, arrived) if arrived else {}
+    for slug in arrived:
+        if now[slug] != digests[slug]:  # edited after its outputs arrived: the caller's commit would pair them
+            failed.append(slug)
+            echo(f"{slug}: its code or params changed here after its outputs arrived; they stay in place but are "
+                 "not recorded (rerun it)")
     return failed

@@ -66,6 +66,27 @@ def test_a_paper_whose_code_changed_here_while_it_ran_is_left_out(repo_copy, mon
     assert (repo / "results" / second / "from_the_worker.txt").read_bytes() == b"new"
 
 
+def test_a_paper_edited_here_after_its_outputs_arrived_is_not_recorded(repo_copy, monkeypatch):
+    """Its outputs arrived intact, but the commit after the last paper would pair them with the new code."""
+    from distributed import LocalCluster
+
+    repo, _ = repo_copy
+    edited = []
+
+    def edit_the_first_to_arrive(line):   # the driver reports an arrival after putting its outputs in place
+        if line.startswith("[1/2]"):
+            edited.append(line.split()[1])
+            edit(repo / "flows" / edited[0] / "method.py")
+
+    monkeypatch.setattr(scaleout, "run_paper_stages", lambda slug, *args, **kwargs: {
+        folder: {"from_the_worker.txt": slug.encode()} for folder in scaleout.OUTPUT_FOLDERS})
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        failed = scaleout.repro_on_dask(list(CHEAP_PAPERS), dict.fromkeys(CHEAP_PAPERS, 1.0),
+                                        cluster.scheduler_address, root=repo, echo=edit_the_first_to_arrive)
+    assert failed == edited
+    assert all((repo / "results" / slug / "from_the_worker.txt").exists() for slug in CHEAP_PAPERS)
+
+
 def test_two_local_workers_commit_what_a_serial_run_writes(repo_copy, tmp_path_factory):
     repo, env = repo_copy
     first, second = CHEAP_PAPERS
