@@ -233,13 +233,14 @@ def fingerprint(check: Annotated[Optional[Path], typer.Option(
     """Print an md5 prefix per numeric primitive (NumPy, SciPy, scikit-learn, torch); equal lines, equal bits."""
     from paperflows.core.fingerprint import fingerprint as primitive_hashes
     from paperflows.core.fingerprint import fingerprint_digest, fingerprint_text, parse_fingerprint
+    from paperflows.repro import primitives_differing_from
 
     typer.echo(fingerprint_text() + f"# digest {fingerprint_digest()} (recorded in each metrics.json)")
     if check is not None:
         if not check.is_file():
             _fail(FileNotFoundError(f"no fingerprint file {check}"))
         ours, theirs = primitive_hashes(), parse_fingerprint(check.read_text())
-        differing = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+        differing = primitives_differing_from(check)
         for name in differing:
             typer.echo(f"differs: {name} (here {ours.get(name)}, {check}: {theirs.get(name)})", err=True)
         if differing:

@@ -73,6 +73,29 @@ def expected_seconds(stages: Sequence[str], results_root: Path = Path("results")
     return sum(records_stage_seconds(slugs, results_root).values()) + EVAL_STAGE_S * (len(stages) - len(slugs))
 
 
+COMMITTED_FINGERPRINT = Path("results") / "FINGERPRINT.txt"
+
+
+def primitives_differing_from(reference: Path) -> list[str]:
+    """The numeric primitives whose bits here differ from the fingerprint file ``reference`` (``paperflows
+    fingerprint``'s lines), by name."""
+    from paperflows.core.fingerprint import fingerprint, parse_fingerprint
+
+    ours, theirs = fingerprint(), parse_fingerprint(reference.read_text())
+    return sorted(name for name in ours.keys() | theirs.keys() if ours.get(name) != theirs.get(name))
+
+
+def kernels_warning(reference: Path = COMMITTED_FINGERPRINT) -> str | None:
+    """A line for a machine whose kernels compute other bits than those of the committed results: its records
+    stages retrain every seed (stored records are keyed by the fingerprint) and the numbers may move."""
+    differing = primitives_differing_from(reference) if reference.is_file() else []
+    if not differing:
+        return None
+    return (f"this machine computes other bits than the committed results for {', '.join(differing)} "
+            f"(`paperflows fingerprint --check {reference}`): every records stage that runs retrains all its seeds, "
+            "and its numbers and verdicts may differ from the committed ones")
+
+
 def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
     unknown = sorted(set(papers) - set(slugs))
     if unknown:
@@ -92,6 +115,8 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
     if code:
         echo("dvc repro params failed: run `paperflows check`")
         return code
+    if not rescore and (warning := kernels_warning()):
+        echo(warning)
     if dask_address or workers:
         return repro_scaled_out(slugs, papers, dask_address, workers, echo)
     if rescore:

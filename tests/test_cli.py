@@ -134,3 +134,21 @@ def test_repro_says_how_many_papers_and_how_long_before_it_starts():
         choose(["nope"], slugs)
     one = expected_seconds(["lapsum"])
     assert one > 15 and expected_seconds(["lapsum", "tabsds"]) > one
+
+
+def test_repro_warns_where_the_kernels_compute_other_bits_than_the_committed_results(tmp_path):
+    from paperflows.core.fingerprint import fingerprint_text
+    from paperflows.repro import kernels_warning
+
+    here = tmp_path / "here.txt"
+    here.write_text(fingerprint_text())
+    assert kernels_warning(here) is None
+    assert kernels_warning(tmp_path / "absent.txt") is None
+    lines = fingerprint_text().splitlines()
+    name = next(line.split()[0] for line in lines if line.startswith("torch.gelu"))
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(line.replace(line.split()[-1], "0000000000") if line.startswith(name) else line
+                               for line in lines) + "\n")
+    warning = kernels_warning(other)
+    assert warning is not None and name in warning and "retrains all its seeds" in warning
+    assert warning.count("torch.") == 1
