@@ -10,6 +10,7 @@ the layers: papers, then the domain toolkits (``tasks/``), then the framework co
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 from typing import Iterable
@@ -43,6 +44,14 @@ def _package_inits(name: str) -> list[Path]:
 
 def imported_modules(path: Path) -> set[str]:
     """Dotted names ``path`` imports anywhere in its source; ``from a import b`` yields ``a`` and ``a.b``."""
+    stat = path.stat()
+    return set(_parsed_imports(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.cache
+def _parsed_imports(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    """:func:`imported_modules` of one version of the file (``mtime_ns``, ``size``): generating ``dvc.yaml``
+    visits the shared modules once per paper, and parsing them each time was most of its 15 s."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
     names: set[str] = set()
@@ -57,7 +66,7 @@ def imported_modules(path: Path) -> set[str]:
                 module = node.module or ""
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def import_closure(files: Iterable[Path], slug: str | None = None) -> set[Path]:

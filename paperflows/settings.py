@@ -3,8 +3,10 @@
 Two groups:
 
 * :data:`PINNED` makes numeric primitives take the same kernels, so the same bits, on any x86-64 CPU with AVX2
-  (``paperflows fingerprint`` shows it): OpenBLAS's Haswell kernels (NumPy, SciPy, scikit-learn), torch's AVX2
-  kernels, MKL's AVX2 conditional numerical reproducibility, and one BLAS/OpenMP thread per task (reductions
+  (``paperflows fingerprint`` shows it): OpenBLAS's Haswell kernels (NumPy, SciPy, scikit-learn), NumPy's own
+  loops without their AVX-512 (X86_V4) versions (float64 ``exp``/``log1p`` differ there), torch's AVX2 kernels,
+  oneDNN's AVX2 kernels (torch hands it GELU and the convolution backward pass, and it picks its instruction set
+  itself), MKL's AVX2 conditional numerical reproducibility, and one BLAS/OpenMP thread per task (reductions
   split over threads sum in another order; the flows' parallelism is their seeds, in threads). Importing
   :mod:`paperflows` applies it, overriding what the shell says, unless ``PAPERFLOWS_UNPINNED=1``.
 * :data:`DEFAULTS`: Prefect and matplotlib settings that a user's environment may override.
@@ -19,7 +21,9 @@ import warnings
 UNPIN_VARIABLE = "PAPERFLOWS_UNPINNED"
 PINNED = {
     "OPENBLAS_CORETYPE": "Haswell",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
     "ATEN_CPU_CAPABILITY": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
     "MKL_CBWR": "AVX2",
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",
     "OMP_NUM_THREADS": "1",

@@ -18,8 +18,9 @@ from paperflows.pipeline import load_paper, load_params_model, run_paper
 from paperflows.summary import README_END, README_START
 
 SLUGS = paper_slugs()
-# each paper's smoke metrics (timings aside) as recorded by an earlier run, with the fingerprint of the kernels
-# that computed them; `PAPERFLOWS_UPDATE_SMOKE_DIGESTS=1 make test` records them anew after an intended change
+# each paper's smoke metrics (timings aside) as recorded by an earlier run, under the fingerprint of the kernels
+# that computed them (CPUs whose pinned bits differ keep a set each); `PAPERFLOWS_UPDATE_SMOKE_DIGESTS=1 make test`
+# records them anew after an intended change
 SMOKE_DIGESTS = ROOT / "tests" / "smoke_digests.json"
 UPDATE_SMOKE_DIGESTS = os.environ.get("PAPERFLOWS_UPDATE_SMOKE_DIGESTS") == "1"
 
@@ -64,18 +65,20 @@ def smoke_digest(metrics: dict) -> str:
 
 def recorded_smoke_digest(slug: str) -> str | None:
     """``slug``'s recorded digest where it was computed by kernels that give this machine's bits, else None."""
-    recorded = json.loads(SMOKE_DIGESTS.read_text())
-    return recorded["papers"].get(slug) if recorded["fingerprint"] == fingerprint_digest() else None
+    return json.loads(SMOKE_DIGESTS.read_text()).get(fingerprint_digest(), {}).get(slug)
 
 
 def record_smoke_digest(slug: str, digest: str) -> None:
-    """Write ``slug``'s digest under this machine's fingerprint (test workers in parallel: one at a time)."""
+    """Write ``slug``'s digest under this machine's fingerprint and drop it under the others, which an intended
+    change has made stale (test workers in parallel: one at a time)."""
     with open(SMOKE_DIGESTS, "r+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         recorded = json.load(handle)
-        if recorded["fingerprint"] != fingerprint_digest():   # another machine's digests say nothing here
-            recorded = {"fingerprint": fingerprint_digest(), "papers": {}}
-        recorded["papers"] = dict(sorted({**recorded["papers"], slug: digest}.items()))
+        for papers in recorded.values():
+            papers.pop(slug, None)
+        recorded.setdefault(fingerprint_digest(), {})[slug] = digest
+        recorded = {fingerprint: dict(sorted(papers.items())) for fingerprint, papers in sorted(recorded.items())
+                    if papers}
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps(recorded, indent=1) + "\n")
