@@ -175,17 +175,18 @@ def test_run_config_certificate_is_sound_and_learns():
 
 
 def test_step_timing_interleaves_every_layer_and_ignores_waiting(monkeypatch):
-    """The step clock is the thread's CPU time: a 50 ms wait inside every step (as another process's load
-    would add) must not show up, while each layer still gets one positive time per repeat."""
+    """The step clock is the thread's CPU time: a 100 ms wait inside every step (as another process's load
+    would add) must not show up, while each layer still gets one positive time per repeat. The bound is the wait
+    itself, not a guess at the CPU time: a loaded 2-core machine took 60 ms of CPU for these steps."""
     p = params_for("bronet_lipschitz", channels=[4], timing_repeats=3, timing_steps=2)
     loss = F.cross_entropy
 
     def waiting_loss(*args, **kwargs):
-        time.sleep(0.05)
+        time.sleep(0.1)
         return loss(*args, **kwargs)
 
     monkeypatch.setattr(method.F, "cross_entropy", waiting_loss)
     times = method.time_steps(p, seed=0)
     assert set(times) == {"bro", "cayley", "soc", "soc_twin"}
     assert all(len(v) == 3 and min(v) > 0 for v in times.values())
-    assert max(max(v) for v in times.values()) < 0.05
+    assert max(max(v) for v in times.values()) < 0.1
