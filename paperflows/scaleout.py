@@ -3,8 +3,8 @@
 One ``dask worker tcp://<scheduler>:8786`` per machine, each started in a clone of this repository at the same
 commit (``PAPERFLOWS_REPO`` names the clone when the worker starts elsewhere; a worker refuses a paper whose code
 or params there differ from this checkout's, as far as the paper's DVC stages depend on them), and ``paperflows
-repro --dask-address tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task, longest first
-(committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
+repro --dask-address tcp://<scheduler>:8786`` here. Each paper whose records stage is stale becomes one Dask task,
+longest first (committed runtimes), so the last to finish is a short one. A task runs the paper's two stage commands
 (``paperflows record <slug>``, then ``paperflows evaluate <slug>``) in a fresh process on its worker, into a scratch
 folder, and sends back the paper's ``data/``, ``records/`` and ``results/`` folders as files. A stale paper's task
 carries this checkout's stored records, so the worker runs only the seeds they lack (as a serial ``dvc repro``
@@ -89,9 +89,9 @@ def run_paper_stages(slug: str, expected_inputs: str, driver_repo: str,
                      stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
     """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
     ``stored_records`` (the driver's ``records/<slug>`` files: seeds already made under the same key are kept,
-    as :func:`paperflows.core.records.grow_plan` decides) or, when None, from scratch; returns ``{folder: {relative path:
-    bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params for the paper differ from
-    the driver's (``expected_inputs``, :func:`inputs_digests`)."""
+    as :func:`paperflows.core.records.grow_plan` decides) or, when None, from scratch; returns ``{folder:
+    {relative path: bytes}}`` for each of :data:`OUTPUT_FOLDERS`. Refuses a clone whose code or params for the
+    paper differ from the driver's (``expected_inputs``, :func:`inputs_digests`)."""
     repo = Path(os.environ.get(REPO_ENV, driver_repo))
     found = inputs_digests(repo, [slug])[slug]
     if found != expected_inputs:
@@ -133,8 +133,8 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
     by ``durations``; put each paper's outputs in place here as it finishes. Returns the papers that failed,
     and those whose code or params here changed since they were sent, checked as each arrives (its outputs are
     then left out) and once more after the last (they stay in place): the caller records only the rest, since
-    DVC would pair those outputs with the new code. ``fresh``: every seed from scratch; otherwise each task carries this checkout's
-    stored records."""
+    DVC would pair those outputs with the new code. ``fresh``: every seed from scratch; otherwise each task
+    carries this checkout's stored records."""
     from distributed import Client, LocalCluster, as_completed
 
     root = Path(root).resolve()
