@@ -31,6 +31,30 @@ def params_for(slug: str, smoke: bool = True, **overrides):
     return model.model_validate({**section, **(smoke_values if smoke else {}), **overrides})
 
 
+REFERENCE_FINGERPRINT = ROOT / "results" / "FINGERPRINT.txt"
+# The kernels of the papers not rerun since the pins of 2026-12-06 (AVX-512, before NumPy's and oneDNN's pins)
+PREVIOUS_REFERENCE_FINGERPRINT = ROOT / "results" / "FINGERPRINT.before-2026-12-06.txt"
+
+
+def digest_of_fingerprint_file(path: Path) -> str:
+    """The digest that a machine printing the fingerprint file ``path`` records in each ``metrics.json``, whatever
+    this process's kernels compute."""
+    from unittest import mock
+
+    from paperflows.core import fingerprint
+
+    hashes = fingerprint.parse_fingerprint(path.read_text())
+    with mock.patch.object(fingerprint, "fingerprint", lambda: hashes):
+        return fingerprint.fingerprint_digest()
+
+
+def papers_awaiting_their_rerun_under_the_pins() -> set[str]:
+    """Papers whose committed results carry the digest of the kernels before the pins of 2026-12-06."""
+    previous = digest_of_fingerprint_file(PREVIOUS_REFERENCE_FINGERPRINT)
+    return {path.parent.name for path in (ROOT / "results").glob("*/metrics.json")
+            if json.loads(path.read_text())["fingerprint"] == previous}
+
+
 @contextlib.contextmanager
 def exclusive(lock_path: Path):
     """Hold an exclusive lock on ``lock_path`` (created if missing) for the ``with`` block: of the pytest-xdist

@@ -7,12 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import PREVIOUS_REFERENCE_FINGERPRINT, REFERENCE_FINGERPRINT, ROOT, digest_of_fingerprint_file
 
 from paperflows.settings import PINNED, UNPIN_VARIABLE
 
-REFERENCE = ROOT / "results" / "FINGERPRINT.txt"
-PREVIOUS_REFERENCE = ROOT / "results" / "FINGERPRINT.before-2026-12-06.txt"  # AVX-512, old pins
 
 
 def python(code: str, **env_changes: str | None) -> str:
@@ -54,8 +52,8 @@ def test_the_pinned_fingerprint_equals_the_committed_reference():
     Zen 3 (AVX2, no AVX-512); before NumPy's X86_V4 loops and oneDNN were pinned, two AVX-512 machines (Zen 4 and
     Zen 5) agreed with each other and differed from it in four lines (float64 exp/log1p, GELU, the two training
     loops): on those, this test is the check that the two new pins close the gap."""
-    out = subprocess.run([sys.executable, "-m", "paperflows", "fingerprint", "--check", str(REFERENCE)], cwd=ROOT,
-                         env={k: v for k, v in os.environ.items() if k not in PINNED}, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "paperflows", "fingerprint", "--check", str(REFERENCE_FINGERPRINT)],
+                         cwd=ROOT, env={k: v for k, v in os.environ.items() if k not in PINNED}, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "same bits" in out.stdout
@@ -74,16 +72,11 @@ def test_the_pins_reach_numpys_dispatch_and_onednn():
     assert json.loads(out.stdout.splitlines()[-1]) != "X86_V4"
 
 
-def test_every_committed_result_carries_the_reference_digest_or_awaits_its_rerun(monkeypatch):
+def test_every_committed_result_carries_the_reference_digest_or_awaits_its_rerun():
     """A paper not rerun since the pins of 2026-12-06 carries the digest of the kernels before them (its DVC stages
     are stale: their code changed); any other digest means a result made under kernels nobody recorded."""
-    from paperflows.core import fingerprint
-
-    digests = set()
-    for reference in (REFERENCE, PREVIOUS_REFERENCE):
-        hashes = fingerprint.parse_fingerprint(reference.read_text())
-        monkeypatch.setattr(fingerprint, "fingerprint", lambda hashes=hashes: hashes)
-        digests.add(fingerprint.fingerprint_digest())  # the reference's digest, whatever this process computes
+    digests = {digest_of_fingerprint_file(REFERENCE_FINGERPRINT),
+               digest_of_fingerprint_file(PREVIOUS_REFERENCE_FINGERPRINT)}
     assert len(digests) == 2
     for path in sorted((ROOT / "results").glob("*/metrics.json")):
         assert json.loads(path.read_text())["fingerprint"] in digests, f"{path.parent.name} ran under other kernels"
