@@ -32,8 +32,6 @@ def params_for(slug: str, smoke: bool = True, **overrides):
 
 
 REFERENCE_FINGERPRINT = ROOT / "results" / "FINGERPRINT.txt"
-# The kernels of the papers not rerun since the pins of 2026-12-06 (AVX-512, before NumPy's and oneDNN's pins)
-PREVIOUS_REFERENCE_FINGERPRINT = ROOT / "results" / "FINGERPRINT.before-2026-12-06.txt"
 
 
 def digest_of_fingerprint_file(path: Path) -> str:
@@ -46,13 +44,6 @@ def digest_of_fingerprint_file(path: Path) -> str:
     hashes = fingerprint.parse_fingerprint(path.read_text())
     with mock.patch.object(fingerprint, "fingerprint", lambda: hashes):
         return fingerprint.fingerprint_digest()
-
-
-def papers_awaiting_their_rerun_under_the_pins() -> set[str]:
-    """Papers whose committed results carry the digest of the kernels before the pins of 2026-12-06."""
-    previous = digest_of_fingerprint_file(PREVIOUS_REFERENCE_FINGERPRINT)
-    return {path.parent.name for path in (ROOT / "results").glob("*/metrics.json")
-            if json.loads(path.read_text())["fingerprint"] == previous}
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import json
 import re
 
 import yaml
-from conftest import BIN, ROOT, papers_awaiting_their_rerun_under_the_pins, sh
+from conftest import BIN, ROOT, sh
 
 from paperflows.dvcgen import dvc_yaml_text
 from paperflows.params import (STAGE_PARAMS_DIR, configured_slugs, load_params_model, paper_slugs, read_params_file,
@@ -72,6 +72,11 @@ EVALUATION_FILES = ("claims.py", "evaluate.py")
 SCORING_MODULES = {f"paperflows/core/{name}.py" for name in ("stats", "estimates", "claims", "report", "evaluation")}
 
 
+def committed_stages() -> dict[str, dict]:
+    """The stages of the committed dvc.yaml, by name."""
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+
+
 def stage_sources() -> dict[str, str]:
     """Each paper stage's own source: the experiment files (stage ``<slug>``) and the evaluation files
     (``<slug>-eval``)."""
@@ -88,7 +93,7 @@ def stage_sources() -> dict[str, str]:
 
 
 def test_each_paper_depends_on_exactly_the_tasks_and_core_modules_it_imports():
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    stages = committed_stages()
     for stage, source in stage_sources().items():
         for package in ("tasks", "paperflows.core"):
             folder = package.replace(".", "/") + "/"
@@ -119,7 +124,7 @@ def test_the_records_code_digest_is_the_digest_of_exactly_the_stage_code_dvc_tra
     from paperflows.imports import files_digest
     from paperflows.stages import code_digest
 
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    stages = committed_stages()
     for slug in CHEAP_PAPERS:
         code = sorted((ROOT / dep).resolve() for dep in stages[slug]["deps"] if dep.endswith(".py"))
         assert code_digest(slug) == files_digest(code)
@@ -130,7 +135,7 @@ def test_the_records_code_digest_is_the_digest_of_exactly_the_stage_code_dvc_tra
 
 
 def test_a_split_papers_training_never_depends_on_its_scoring():
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    stages = committed_stages()
     for slug in paper_slugs():
         records, evaluation = stages[slug], stages[f"{slug}-eval"]
         scoring = SCORING_MODULES & set(records["deps"])
@@ -142,23 +147,9 @@ def test_a_split_papers_training_never_depends_on_its_scoring():
         assert {f"data/{slug}": {"persist": True}} in records["outs"]
 
 
-# What changed in the commit of the pins of 2026-12-06 (ee466c3) among the deps of every stage: the pins, and a parse
-# cache in the import reader (the generated dvc.yaml stayed byte-identical)
-CHANGED_WITH_THE_PINS = {"paperflows/settings.py", "paperflows/imports.py"}
-
-
 def test_the_committed_dvc_lock_matches_the_committed_code(repo_copy):
-    """Every stage is up to date, except, until their rerun, those of the papers whose results were made under the
-    kernels before the pins of 2026-12-06: for them, only what the pins' commit changed."""
     repo, env = repo_copy
-    stale = code_changes(repo, env)
-    slugs = papers_awaiting_their_rerun_under_the_pins()
-    awaiting = {f"{slug}{suffix}" for slug in slugs for suffix in ("", "-eval")}
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    # the language-model conversion may wait for its rerun as long as a paper awaiting its own reads the models
-    may_wait = awaiting | {"pretrained"} if any("data/_pretrained" in stages[s]["deps"] for s in slugs) else awaiting
-    assert awaiting <= set(stale) <= may_wait, "the committed dvc.lock must match the committed code"
-    assert all(paths <= CHANGED_WITH_THE_PINS for paths in stale.values()), stale
+    assert not code_changes(repo, env), "the committed dvc.lock must match the committed code: run `paperflows repro`"
 
 
 def test_editing_a_tasks_module_reruns_exactly_the_stages_that_import_it(repo_copy):
@@ -187,8 +178,7 @@ def test_editing_the_statistics_reruns_evaluation_stages_only(repo_copy):
     assert {f"{s}-eval" for s in papers} <= changed
     assert not papers & changed, "a statistics edit must not retrain a paper"
 
-    awaiting = papers_awaiting_their_rerun_under_the_pins()  # their records stages are stale already
-    first, second, third = [slug for slug in paper_slugs() if slug not in awaiting][:3]
+    first, second, third = paper_slugs()[:3]
     records = {slug: (repo / "records" / slug / "meta.json").read_bytes() for slug in (first, second)}
     out = sh([str(BIN / "paperflows"), "repro", "--rescore", "--papers", f"{first},{second}"], repo, env)
     assert "re-scored 2 papers" in out

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PREVIOUS_REFERENCE_FINGERPRINT, REFERENCE_FINGERPRINT, ROOT, digest_of_fingerprint_file
+from conftest import REFERENCE_FINGERPRINT, ROOT, digest_of_fingerprint_file
 
 from paperflows.settings import PINNED, UNPIN_VARIABLE
 
@@ -72,11 +72,9 @@ def test_the_pins_reach_numpys_dispatch_and_onednn():
     assert json.loads(out.stdout.splitlines()[-1]) != "X86_V4"
 
 
-def test_every_committed_result_carries_the_reference_digest_or_awaits_its_rerun():
-    """A paper not rerun since the pins of 2026-12-06 carries the digest of the kernels before them (its DVC stages
-    are stale: their code changed); any other digest means a result made under kernels nobody recorded."""
-    digests = {digest_of_fingerprint_file(REFERENCE_FINGERPRINT),
-               digest_of_fingerprint_file(PREVIOUS_REFERENCE_FINGERPRINT)}
-    assert len(digests) == 2
+def test_every_committed_result_carries_the_reference_digest():
+    """Every paper ran under the kernels of the committed reference fingerprint: another digest means a result made
+    under kernels nobody recorded, which a machine matching the reference would not reproduce bit for bit."""
+    reference = digest_of_fingerprint_file(REFERENCE_FINGERPRINT)
     for path in sorted((ROOT / "results").glob("*/metrics.json")):
-        assert json.loads(path.read_text())["fingerprint"] in digests, f"{path.parent.name} ran under other kernels"
+        assert json.loads(path.read_text())["fingerprint"] == reference, f"{path.parent.name} ran under other kernels"
