@@ -38,6 +38,10 @@ from paperflows.stages import FRESH_ENV
 
 REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
+# A Dask nanny sets MALLOC_TRIM_THRESHOLD_ for its worker, and glibc then stops raising its mmap threshold: every
+# array over 128 KB is mapped and unmapped again, and each reuse page-faults. lmm_rank_unsup spent 42% of its CPU
+# time in the kernel that way; the papers' processes run without it.
+UNSET_FOR_PAPERS = ("MALLOC_TRIM_THRESHOLD_",)
 
 
 def inputs_digests(repo: Path, slugs: Sequence[str]) -> dict[str, str]:
@@ -85,6 +89,13 @@ def write_folder_files(folder: Path, files: dict[str, bytes]) -> None:
         (folder / relative).write_bytes(content)
 
 
+def paper_process_environment(fresh: bool) -> dict[str, str]:
+    """This worker's environment for a paper's stage commands: without :data:`UNSET_FOR_PAPERS`, and with
+    :data:`~paperflows.stages.FRESH_ENV` set when every seed is to be made from scratch."""
+    env = {key: value for key, value in os.environ.items() if key not in UNSET_FOR_PAPERS}
+    return {**env, **({FRESH_ENV: "1"} if fresh else {})}
+
+
 def run_paper_stages(slug: str, expected_inputs: str, driver_repo: str,
                      stored_records: dict[str, bytes] | None = None) -> dict[str, dict[str, bytes]]:
     """On a worker: the paper's records and evaluation commands into a scratch folder, starting from
@@ -97,7 +108,7 @@ def run_paper_stages(slug: str, expected_inputs: str, driver_repo: str,
     if found != expected_inputs:
         raise RuntimeError(f"the worker's clone {repo} has other code or params for {slug} ({found}) than the "
                            f"driver ({expected_inputs}): check out the same code and params on every machine")
-    env = {**os.environ, **({FRESH_ENV: "1"} if stored_records is None else {})}
+    env = paper_process_environment(fresh=stored_records is None)
     with tempfile.TemporaryDirectory(prefix=f"paperflows-{slug}-") as scratch:
         if stored_records is not None:
             write_folder_files(Path(scratch) / "records" / slug, stored_records)

@@ -11,7 +11,8 @@ from test_dvc import CHEAP_PAPERS, set_smoke, status
 from paperflows.params import paper_slugs
 from paperflows.pipeline import run_paper
 from paperflows import scaleout
-from paperflows.scaleout import expected_makespan_s, inputs_digests, run_paper_stages
+from paperflows.scaleout import expected_makespan_s, inputs_digests, paper_process_environment, run_paper_stages
+from paperflows.stages import FRESH_ENV
 
 
 def test_makespan_is_the_longest_first_greedy_schedule():
@@ -20,6 +21,22 @@ def test_makespan_is_the_longest_first_greedy_schedule():
     assert expected_makespan_s(durations, 5) == expected_makespan_s(durations, 9) == max(durations)
     # 5 -> A, 4 -> B, 3 -> B (7), 3 -> A (8), 3 -> B (10): greedy, not the optimum 9 (5+4 | 3+3+3)
     assert expected_makespan_s(durations, 2) == 10
+
+
+def test_papers_on_a_dask_worker_run_without_the_nannys_malloc_trim_threshold(monkeypatch):
+    """A nanny exports MALLOC_TRIM_THRESHOLD_ to its worker, which would turn off glibc's dynamic mmap threshold in
+    the paper's process (every array over 128 KB mapped and page-faulted anew); the rest of the environment stays."""
+    import dask
+    import distributed  # noqa: F401  (registers the nanny's configuration)
+
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    monkeypatch.setenv("PAPERFLOWS_TEST_KEPT", "kept")
+    monkeypatch.delenv(FRESH_ENV, raising=False)
+    stored, fresh = paper_process_environment(fresh=False), paper_process_environment(fresh=True)
+    assert "MALLOC_TRIM_THRESHOLD_" not in stored and "MALLOC_TRIM_THRESHOLD_" not in fresh
+    assert stored["PAPERFLOWS_TEST_KEPT"] == fresh["PAPERFLOWS_TEST_KEPT"] == "kept"
+    assert FRESH_ENV not in stored and fresh[FRESH_ENV] == "1"
 
 
 def test_a_worker_refuses_a_paper_whose_code_or_params_differ_in_its_clone(repo_copy):
