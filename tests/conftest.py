@@ -37,13 +37,9 @@ REFERENCE_FINGERPRINT = ROOT / "results" / "FINGERPRINT.txt"
 def digest_of_fingerprint_file(path: Path) -> str:
     """The digest that a machine printing the fingerprint file ``path`` records in each ``metrics.json``, whatever
     this process's kernels compute."""
-    from unittest import mock
+    from paperflows.core.fingerprint import fingerprint_digest, parse_fingerprint
 
-    from paperflows.core import fingerprint
-
-    hashes = fingerprint.parse_fingerprint(path.read_text())
-    with mock.patch.object(fingerprint, "fingerprint", lambda: hashes):
-        return fingerprint.fingerprint_digest()
+    return fingerprint_digest(parse_fingerprint(path.read_text()))
 
 
 @contextlib.contextmanager

@@ -150,7 +150,8 @@ def parse_fingerprint(text: str) -> dict[str, str]:
     return dict(line.split() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
-def fingerprint_digest() -> str:
-    """One md5 prefix over all primitive hashes: equal digests, equal bits on every primitive."""
-    joined = "\n".join(f"{name} {value}" for name, value in fingerprint().items())
+def fingerprint_digest(hashes: dict[str, str] | None = None) -> str:
+    """One md5 prefix over all primitive hashes (``hashes``, e.g. a file's :func:`parse_fingerprint`; default:
+    this machine's :func:`fingerprint`): equal digests, equal bits on every primitive."""
+    joined = "\n".join(f"{name} {value}" for name, value in (fingerprint() if hashes is None else hashes).items())
     return hashlib.md5(joined.encode()).hexdigest()[:12]
