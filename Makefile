@@ -41,6 +41,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_two_sample.py
 	$(BIN)/python benchmarks/bench_graphs.py
 	$(BIN)/python benchmarks/bench_pinning.py
+	$(BIN)/python benchmarks/bench_nanny_malloc.py
 	$(BIN)/python benchmarks/bench_papers.py
 
 stop:

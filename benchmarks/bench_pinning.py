@@ -8,9 +8,7 @@ feddp_kmeans, NumPy/scikit-learn-bound). Writes ``benchmarks/results/pinning.md`
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from paperflows.settings import PINNED, UNPIN_VARIABLE  # noqa: E402
+from timing import paper_run_seconds  # noqa: E402  (benchmarks/timing.py)
 
 PAPERS = ("quantum_reuploading", "feddp_kmeans")
 REPEATS = 2
@@ -28,9 +27,7 @@ def flow_body_seconds(slug: str, pinned: bool, out: Path) -> float:
     env = {k: v for k, v in os.environ.items() if k not in PINNED and k != UNPIN_VARIABLE}
     if not pinned:
         env[UNPIN_VARIABLE] = "1"
-    subprocess.run([sys.executable, "-m", "paperflows", "run", slug, "--out", str(out)], cwd=ROOT, env=env,
-                   check=True, capture_output=True)
-    return json.loads((out / "results" / slug / "metrics.json").read_text())["metrics"]["timings"]["flow_body_s"]
+    return paper_run_seconds(slug, env, out)["flow_body_s"]
 
 
 def main(papers: tuple[str, ...]) -> str:
