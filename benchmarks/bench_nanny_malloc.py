@@ -14,19 +14,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-import dask
-import distributed  # noqa: F401  (registers the nanny's configuration)
-
+from paperflows.scaleout import UNSET_FOR_PAPERS, paper_process_environment  # first: it pins NumPy's kernels
 from timing import ROOT, paper_run_seconds  # benchmarks/timing.py
+
+import dask  # noqa: E402
+import distributed  # noqa: E402, F401  (registers the nanny's configuration)
 
 PAPERS = ("vi_net", "feddp_kmeans")
 REPEATS = 2
-VARIABLE = "MALLOC_TRIM_THRESHOLD_"
+(VARIABLE,) = UNSET_FOR_PAPERS
 
 
 def main(papers: tuple[str, ...]) -> str:
     nannys_value = str(dask.config.get("distributed.nanny.pre-spawn-environ")[VARIABLE])
-    without = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    without = paper_process_environment(fresh=False)  # what a worker gives a paper's commands
     environments = {"without": without, "with": {**without, VARIABLE: nannys_value}}
     rows = [f"| paper | flow body without (s) | with {VARIABLE}={nannys_value} (s) | with / without | "
             "system CPU without (s) | with (s) |", "|---|---|---|---|---|---|"]
