@@ -264,14 +264,15 @@ def robustness(slugs: Slugs = None,
                offset: Annotated[Optional[int], typer.Option(help="seed offset (default: the one fixed in code)")]
                = None,
                rescore: Annotated[bool, typer.Option(help="re-score the stored records of the last robustness run "
-                                                     "with today's evaluation code (no training)")] = False) -> None:
+                                                     "with today's evaluation code (no training)")] = False,
+               workers: Annotated[int, typer.Option(help="papers run at a time, each in its own process")] = 1) -> None:
     """Rerun papers with common.seed shifted, compare verdicts claim by claim; writes results/ROBUSTNESS.md."""
     from paperflows import robustness as module
     from paperflows.summary import verdict_pairs
 
     with _one_line_errors():
         record = module.robustness(slugs or (), module.OFFSET if offset is None else offset, echo=typer.echo,
-                                   rescore=rescore)
+                                   rescore=rescore, workers=workers)
     flips = sum(committed != shifted for slug in record["papers"]
                 for _, committed, shifted in verdict_pairs(record, Path("results"), slug).values())
     typer.echo(f"wrote results/ROBUSTNESS.md: {flips} verdicts flip at seed offset {record['offset']}")

@@ -10,43 +10,69 @@ compares them with the committed verdicts, marks each flip in ``SUMMARY.md`` and
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from paperflows.core.io import atomic_write_json
 from paperflows.params import configured_slugs, read_params_file
-from paperflows.pipeline import run_paper
-from paperflows.scoring import evaluate_paper
+from paperflows.repro import committed_seconds
 from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, write_robustness_report
 
 OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones (a paper has at most 100 seeds)
 
 
+def shifted_run(slug: str, params_file: Path, out_root: Path, seed: int, rescore: bool) -> None:
+    """Run (or, ``rescore``, only evaluate) one paper at ``common.seed = seed`` into ``out_root``, in a fresh
+    process, as ``paperflows run`` does; raises with the tail of its output when it fails."""
+    command = [sys.executable, "-m", "paperflows", "evaluate" if rescore else "run", slug, "--out", str(out_root),
+               "--params-file", str(params_file), "--set", f"common.seed={seed}"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command[2:])} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+
+
 def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Path("."),
-               echo: Callable[[str], None] = print, rescore: bool = False) -> dict[str, Any]:
-    """Rerun ``slugs`` (all configured papers when empty) at ``common.seed + offset``; merge their verdicts
-    into ``results/robustness.json`` (same offset) and rewrite ``results/ROBUSTNESS.md``; the summary stage
-    (``paperflows report``, a ``dvc repro`` away) marks the flips in ``SUMMARY.md``. ``rescore``: score the
+               echo: Callable[[str], None] = print, rescore: bool = False, workers: int = 1) -> dict[str, Any]:
+    """Rerun ``slugs`` (all configured papers when empty) at ``common.seed + offset``, ``workers`` papers at a
+    time (each in its own process, longest first by committed runtimes); merge their verdicts into
+    ``results/robustness.json`` (same offset) as each finishes, and rewrite ``results/ROBUSTNESS.md``; the summary
+    stage (``paperflows report``, a ``dvc repro`` away) marks the flips in ``SUMMARY.md``. ``rescore``: score the
     records of an earlier robustness run again with today's evaluation code (no training), as an evaluation
-    edit re-scores the committed records."""
-    root = Path(root)
+    edit re-scores the committed records. A paper that fails is reported after the others are recorded."""
+    root = Path(root).resolve()
     params_file = root / "params.yaml"
     slugs = list(slugs) or configured_slugs(params_file)
-    base = int((read_params_file(params_file).get("common") or {}).get("seed", 0))
+    seed = int((read_params_file(params_file).get("common") or {}).get("seed", 0)) + offset
     out_root = root / ".paperflows" / "robustness" / f"offset-{offset}"
     record = load_robustness(root / "results")
     if record.get("offset") != offset:
         record = {"offset": offset, "papers": {}}
-    for position, slug in enumerate(slugs, 1):
-        echo(f"[{position}/{len(slugs)}] {slug} at common.seed = {base + offset}" + (" (re-scored)" if rescore else ""))
-        stages = evaluate_paper if rescore else run_paper
-        stages(slug, params_file=params_file, out_root=out_root, overrides=[f"common.seed={base + offset}"])
-        fresh = load_metrics(out_root / "results", slug)
-        record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"), "params": fresh.get("params"),
-                                  "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}
-                                             for cid, result in fresh["claims"].items()}}
-        atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)  # per paper: an interrupted run keeps them
+    queue = sorted(slugs, key=committed_seconds(slugs, root / "results").get, reverse=True)
+    echo(f"{len(queue)} papers at common.seed = {seed}, {workers} at a time" + (" (re-scored)" if rescore else ""))
+    failed, started = [], time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(shifted_run, slug, params_file, out_root, seed, rescore): slug for slug in queue}
+        for position, future in enumerate(as_completed(futures), 1):
+            slug = futures[future]
+            try:
+                future.result()
+            except RuntimeError as err:  # one paper's failure must not lose the others' verdicts
+                failed.append(slug)
+                echo(f"[{position}/{len(queue)}] {slug} FAILED: {err}")
+                continue
+            fresh = load_metrics(out_root / "results", slug)
+            record["papers"][slug] = {"fingerprint": fresh.get("fingerprint"), "params": fresh.get("params"),
+                                      "claims": {cid: {"verdict": result["verdict"], "role": result["role"]}
+                                                 for cid, result in fresh["claims"].items()}}
+            atomic_write_json(root / "results" / ROBUSTNESS_FILE, record)  # per paper: an interruption keeps them
+            echo(f"[{position}/{len(queue)}] {slug} done (elapsed {time.monotonic() - started:.0f} s)")
     write_robustness_report(record, root / "results", configured_slugs(params_file))
+    if failed:
+        raise RuntimeError(f"{len(failed)} papers failed at shifted seeds (the others are recorded): {', '.join(failed)}")
     return record
 
 

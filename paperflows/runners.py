@@ -8,6 +8,10 @@ from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 RunnerName = Literal["threads", "processes", "dask"]
 RUNNERS: tuple[str, ...] = ("threads", "processes", "dask")
+# A Dask nanny exports MALLOC_TRIM_THRESHOLD_ to its worker, and into the environment of the process that starts it;
+# glibc then stops raising its mmap threshold, so every array over 128 KB is mapped, unmapped and page-faulted anew
+# (lmm_rank_unsup spent 42% of its CPU time in the kernel). A None in Dask's configuration unsets the variable.
+NANNY_WITHOUT_MALLOC_TRIM = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 def make_task_runner(name: str, max_workers: int, dask_address: str | None = None):
@@ -24,6 +28,9 @@ def make_task_runner(name: str, max_workers: int, dask_address: str | None = Non
             raise RuntimeError("the dask runner needs the 'dask' extra: pip install -e '.[dask]'") from err
         if dask_address:
             return DaskTaskRunner(address=dask_address)
+        import dask
+
+        dask.config.set(NANNY_WITHOUT_MALLOC_TRIM)  # set for good: the runner starts its cluster inside the flow
         return DaskTaskRunner(cluster_kwargs={"n_workers": max_workers, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
     raise ValueError(f"unknown runner '{name}'; choose one of {', '.join(RUNNERS)}")

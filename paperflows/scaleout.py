@@ -34,13 +34,13 @@ import yaml
 from paperflows.core.io import replace_dir
 from paperflows.params import read_params_file, stage_params_text
 from paperflows.repro import paper_stage_names
+from paperflows.runners import NANNY_WITHOUT_MALLOC_TRIM
 from paperflows.stages import FRESH_ENV
 
 REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (default: the driver's path)
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
-# A Dask nanny sets MALLOC_TRIM_THRESHOLD_ for its worker, and glibc then stops raising its mmap threshold: every
-# array over 128 KB is mapped and unmapped again, and each reuse page-faults. lmm_rank_unsup spent 42% of its CPU
-# time in the kernel that way; the papers' processes run without it.
+# The nanny's variable (paperflows.runners.NANNY_WITHOUT_MALLOC_TRIM says what it costs): a local cluster starts
+# without it, and a paper's processes run without what a user's own `dask worker` exports.
 UNSET_FOR_PAPERS = ("MALLOC_TRIM_THRESHOLD_",)
 
 
@@ -146,12 +146,14 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
     then left out) and once more after the last (they stay in place): the caller records only the rest, since
     DVC would pair those outputs with the new code. ``fresh``: every seed from scratch; otherwise each task
     carries this checkout's stored records."""
+    import dask
     from distributed import Client, LocalCluster, as_completed
 
     root = Path(root).resolve()
     digests = inputs_digests(root, slugs)
-    cluster = None if address else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                dashboard_address=None)
+    with dask.config.set(NANNY_WITHOUT_MALLOC_TRIM):  # else the nanny exports it here too, to dvc and the summary
+        cluster = None if address else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                    dashboard_address=None)
     failed: list[str] = []
     try:
         with Client(address or cluster) as client:

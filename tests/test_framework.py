@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import os
 import threading
 from typing import Annotated
 
@@ -162,11 +163,13 @@ def test_an_interrupted_report_leaves_the_previous_results(tmp_path, monkeypatch
     assert [p.name for p in results.parent.iterdir()] == ["toy"]  # no scratch folders left behind
 
 
-def test_the_dask_runner_gives_the_same_metrics_as_threads(tmp_path):
+def test_the_dask_runner_gives_the_same_metrics_as_threads(tmp_path, monkeypatch):
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     run_toy(RAW, out_root=tmp_path / "threads")
     run_toy(RAW, out_root=tmp_path / "dask", runner="dask")
     threads, dask = (read_metrics(tmp_path / r / "results" / "toy") for r in ("threads", "dask"))
     assert without_timings(threads) == without_timings(dask)
+    assert "MALLOC_TRIM_THRESHOLD_" not in os.environ, "the cluster's nanny exported it into this process"
 
 
 def test_markdown_table_escapes_pipes():

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import yaml
 from conftest import ROOT
 
@@ -115,3 +116,33 @@ def test_a_record_from_other_kernels_or_rules_is_stale_not_a_flip(tmp_path):
         (results / "robustness.json").write_text(json.dumps(record))
         assert "flips" not in next(line for line in summary_markdown(results, ["p"]).splitlines()
                                    if line.startswith("| a |"))
+
+
+def test_papers_run_longest_first_and_one_that_fails_loses_no_other(tmp_path, monkeypatch):
+    """With two at a time, the longest paper (committed runtime) starts first; a paper that fails is named after
+    the others' verdicts are recorded."""
+    import paperflows.robustness
+
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"common": {"seed": 0}, "papers": {"p": {}, "q": {}, "r": {}}}))
+    for slug, seconds in (("p", 5.0), ("q", 50.0), ("r", 20.0)):
+        (tmp_path / "results" / slug).mkdir(parents=True)
+        (tmp_path / "results" / slug / "metrics.json").write_text(json.dumps(
+            {"claims": {}, "metrics": {"timings": {"flow_body_s": seconds}}}))
+    started = []
+
+    def fake_run(slug, params_file, out_root, seed, rescore):
+        started.append(slug)
+        if slug == "q":
+            raise RuntimeError("paperflows run q failed")
+        (out_root / "results" / slug).mkdir(parents=True, exist_ok=True)
+        (out_root / "results" / slug / "metrics.json").write_text(json.dumps(
+            {"fingerprint": "f1", "params": {}, "claims": {"a": {"verdict": "reproduced", "role": "claim"}}}))
+
+    monkeypatch.setattr(paperflows.robustness, "shifted_run", fake_run)
+    with pytest.raises(RuntimeError, match="1 papers failed at shifted seeds .*: q"):
+        robustness(root=tmp_path, offset=100, echo=lambda _: None, workers=2)
+    assert started[0] == "q" and set(started) == {"p", "q", "r"}
+    record = json.loads((tmp_path / "results" / "robustness.json").read_text())
+    assert sorted(record["papers"]) == ["p", "r"]
+    assert record["papers"]["p"]["claims"] == {"a": {"verdict": "reproduced", "role": "claim"}}
+    assert (tmp_path / "results" / "ROBUSTNESS.md").is_file()
