@@ -35,6 +35,15 @@ def _dvc(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("dvc")), *args]
 
 
+def paperflows_command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    """``python -m paperflows <args>`` as a fresh process (this interpreter); raises with the tail of its output
+    when it fails."""
+    done = subprocess.run([sys.executable, "-m", "paperflows", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"paperflows {' '.join(args)} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+
+
 def paper_stage_names(slug: str) -> list[str]:
     """The DVC stages of a paper: its records stage ``<slug>``, then its evaluation ``<slug>-eval``."""
     return [slug, f"{slug}{EVAL_SUFFIX}"]

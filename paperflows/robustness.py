@@ -10,8 +10,6 @@ compares them with the committed verdicts, marks each flip in ``SUMMARY.md`` and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from paperflows.core.io import atomic_write_json
 from paperflows.params import configured_slugs, read_params_file
-from paperflows.repro import committed_seconds
+from paperflows.repro import committed_seconds, paperflows_command
 from paperflows.summary import ROBUSTNESS_FILE, load_metrics, load_robustness, write_robustness_report
 
 OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones (a paper has at most 100 seeds)
@@ -28,11 +26,8 @@ OFFSET = 100  # seeds base+100, base+101, ...: disjoint from the committed ones 
 def shifted_run(slug: str, params_file: Path, out_root: Path, seed: int, rescore: bool) -> None:
     """Run (or, ``rescore``, only evaluate) one paper at ``common.seed = seed`` into ``out_root``, in a fresh
     process, as ``paperflows run`` does; raises with the tail of its output when it fails."""
-    command = [sys.executable, "-m", "paperflows", "evaluate" if rescore else "run", slug, "--out", str(out_root),
-               "--params-file", str(params_file), "--set", f"common.seed={seed}"]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command[2:])} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+    paperflows_command("evaluate" if rescore else "run", slug, "--out", str(out_root), "--params-file",
+                       str(params_file), "--set", f"common.seed={seed}")
 
 
 def robustness(slugs: Sequence[str] = (), offset: int = OFFSET, root: Path = Path("."),

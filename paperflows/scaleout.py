@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ import yaml
 
 from paperflows.core.io import replace_dir
 from paperflows.params import read_params_file, stage_params_text
-from paperflows.repro import paper_stage_names
+from paperflows.repro import paper_stage_names, paperflows_command
 from paperflows.runners import NANNY_WITHOUT_MALLOC_TRIM
 from paperflows.stages import FRESH_ENV
 
@@ -41,7 +40,7 @@ REPO_ENV = "PAPERFLOWS_REPO"  # on a worker: its clone of the repository (defaul
 OUTPUT_FOLDERS = ("data", "records", "results")  # <folder>/<slug>: what a paper's two stages write
 # The nanny's variable (paperflows.runners.NANNY_WITHOUT_MALLOC_TRIM says what it costs): a local cluster starts
 # without it, and a paper's processes run without what a user's own `dask worker` exports.
-UNSET_FOR_PAPERS = ("MALLOC_TRIM_THRESHOLD_",)
+UNSET_FOR_PAPERS = tuple(key.rsplit(".", 1)[1] for key in NANNY_WITHOUT_MALLOC_TRIM)
 
 
 def inputs_digests(repo: Path, slugs: Sequence[str]) -> dict[str, str]:
@@ -113,10 +112,7 @@ def run_paper_stages(slug: str, expected_inputs: str, driver_repo: str,
         if stored_records is not None:
             write_folder_files(Path(scratch) / "records" / slug, stored_records)
         for command in ("record", "evaluate"):
-            done = subprocess.run([sys.executable, "-m", "paperflows", command, slug, "--out", scratch], cwd=repo,
-                                  env=env, capture_output=True, text=True)
-            if done.returncode:
-                raise RuntimeError(f"paperflows {command} {slug} failed on the worker:\n{done.stderr[-2000:]}")
+            paperflows_command(command, slug, "--out", scratch, cwd=repo, env=env)
         return {folder: folder_files(Path(scratch) / folder / slug) for folder in OUTPUT_FOLDERS}
 
 
