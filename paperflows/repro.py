@@ -8,7 +8,7 @@ it), printing each one's place in the queue, its time and the elapsed total, and
 with one ``dvc commit`` (:func:`run_stages`); a last ``dvc repro`` brings the summary (and anything else) up to
 date. ``dvc repro <stage>`` per stage would re-parse and re-write the whole 114-stage ``dvc.lock`` after each
 one: about 9 s of CPU per stage on the 2-core Zen 3, 17 min over a full run.
-``papers`` restricts the run to a chosen subset, rerun even where DVC sees no change (``--force``); the other
+``papers`` restricts the run to a chosen subset, rerun even where DVC sees no change (records from scratch); the other
 papers are left as they are. ``rescore`` runs only evaluation stages, in one process, recorded with ``dvc commit``;
 ``dask_address``/``workers`` spread the papers over Dask workers (:mod:`paperflows.scaleout`).
 """
@@ -46,6 +46,11 @@ def paperflows_command(*args: str, cwd: Path | None = None, env: dict[str, str] 
                           text=True)
     if done.returncode:
         raise RuntimeError(f"paperflows {' '.join(args)} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+
+
+def papers_of(stages: Sequence[str]) -> list[str]:
+    """The papers of paper stages ``stages`` (records ``<slug>`` or evaluation ``<slug>-eval``), in order, once each."""
+    return list(dict.fromkeys(stage.removesuffix(EVAL_SUFFIX) for stage in stages))
 
 
 def paper_stage_names(slug: str) -> list[str]:
@@ -164,11 +169,10 @@ def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], 
     also when a later one fails or the run is interrupted. ``fresh``: records from scratch. A paper whose code or
     params changed here while it ran is left out of the commit (DVC would pair its outputs with the new code) and
     named. Returns the exit code of the stage that failed, or 0."""
-    from paperflows.scaleout import inputs_digests, paper_process_environment
+    from paperflows.scaleout import inputs_changed, inputs_digests, paper_process_environment
 
-    slugs = list(dict.fromkeys(stage.removesuffix(EVAL_SUFFIX) for stage in queue))
     root = Path(".")
-    digests = inputs_digests(root, slugs) if slugs else {}
+    digests = inputs_digests(root, papers_of(queue)) if queue else {}
     commands = {name: stage["cmd"] for name, stage
                 in yaml.load((root / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"].items()}
     env = paper_process_environment(fresh)
@@ -188,10 +192,8 @@ def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], 
             done.append(stage)
         return 0
     finally:
-        finished = list(dict.fromkeys(stage.removesuffix(EVAL_SUFFIX) for stage in done))
-        now = inputs_digests(root, finished) if finished else {}
-        edited = {slug for slug, digest in now.items() if digest != digests[slug]}
-        for slug in sorted(edited):
+        edited = inputs_changed(root, digests, papers_of(done))
+        for slug in edited:
             echo(f"{slug}: its code or params changed here while it ran; its outputs stay in place but are not "
                  "recorded (rerun it)")
         if kept := [stage for stage in done if stage.removesuffix(EVAL_SUFFIX) not in edited]:

@@ -74,6 +74,13 @@ def inputs_digests(repo: Path, slugs: Sequence[str]) -> dict[str, str]:
     return digests
 
 
+def inputs_changed(repo: Path, digests: dict[str, str], slugs: Sequence[str]) -> list[str]:
+    """The papers of ``slugs`` whose code or params in ``repo`` differ now from ``digests`` (:func:`inputs_digests`,
+    taken when they started): DVC would pair their outputs with the new code."""
+    now = inputs_digests(repo, slugs) if slugs else {}
+    return [slug for slug in slugs if now[slug] != digests[slug]]
+
+
 def folder_files(folder: Path) -> dict[str, bytes]:
     """``{relative path: bytes}`` of every file under ``folder`` (empty when it does not exist)."""
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
@@ -167,7 +174,7 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
                 slug = futures[future]
                 try:
                     outputs = future.result()
-                    if inputs_digests(root, [slug])[slug] != digests[slug]:
+                    if inputs_changed(root, digests, [slug]):
                         raise RuntimeError("its code or params changed here while it ran; its outputs are left "
                                            "out (rerun it)")
                     put_outputs(root, slug, outputs)
@@ -178,11 +185,9 @@ def repro_on_dask(slugs: Sequence[str], durations: dict[str, float], address: st
     finally:
         if cluster is not None:
             cluster.close()
-    arrived = [slug for slug in queue if slug not in failed]
-    now = inputs_digests(root, arrived) if arrived else {}
-    for slug in arrived:
-        if now[slug] != digests[slug]:  # edited after its outputs arrived: the caller's commit would pair them
-            failed.append(slug)
-            echo(f"{slug}: its code or params changed here after its outputs arrived; they stay in place but are "
-                 "not recorded (rerun it)")
+    # edited after its outputs arrived: the caller's commit would pair them with the new code
+    for slug in inputs_changed(root, digests, [slug for slug in queue if slug not in failed]):
+        failed.append(slug)
+        echo(f"{slug}: its code or params changed here after its outputs arrived; they stay in place but are "
+             "not recorded (rerun it)")
     return failed

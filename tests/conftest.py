@@ -139,6 +139,8 @@ def read_metrics(results_dir: Path) -> dict:
 
 
 BIN = Path(sys.executable).parent
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t"}  # commits in the tests' scratch repositories
 
 
 def sh(args, cwd, env):
@@ -157,7 +159,7 @@ def repo_copy(tmp_path, prefect_api_url):
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, tmp_path / name)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PREFECT_API_URL": prefect_api_url,
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+           **GIT_IDENTITY}
     sh(["git", "init", "-q"], tmp_path, env)
     sh(["git", "add", "-A"], tmp_path, env)
     sh(["git", "commit", "-qm", "copy"], tmp_path, env)

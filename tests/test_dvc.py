@@ -6,7 +6,7 @@ import os
 import re
 
 import yaml
-from conftest import BIN, ROOT, sh
+from conftest import BIN, GIT_IDENTITY, ROOT, sh
 
 from paperflows.dvcgen import dvc_yaml_text
 from paperflows.params import (STAGE_PARAMS_DIR, configured_slugs, load_params_model, paper_slugs, read_params_file,
@@ -215,8 +215,7 @@ def test_serial_repro_records_the_stages_that_finished_and_not_a_paper_edited_wh
     out (DVC would pair its outputs with the new code)."""
     from paperflows.repro import run_stages
 
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {**os.environ, **GIT_IDENTITY}
 
     def copy(source, folder):
         return f"mkdir -p {folder} && cp {source} {folder}/"
