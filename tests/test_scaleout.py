@@ -140,3 +140,30 @@ def test_two_local_workers_commit_what_a_serial_run_writes(repo_copy, tmp_path_f
     meta = json.loads((repo / "records" / first / "meta.json").read_text())
     assert meta["seeds_run"] == [meta["seeds"][-1]], "only the added seed ran on the worker"
     assert_serial_run_agrees(first)
+
+
+def test_a_scaled_out_run_rescores_the_stale_evaluations_of_unchanged_records_in_one_process(monkeypatch):
+    """A paper whose records stage is stale goes to Dask; one whose records are current but whose evaluation is stale
+    (an edit to the statistics) is re-scored here, and every finished stage is recorded with one ``dvc commit``
+    instead of the last ``dvc repro`` rewriting ``dvc.lock`` after each evaluation."""
+    import subprocess
+
+    from paperflows import repro, scoring
+
+    calls = []
+    monkeypatch.setattr(repro, "stages_to_run", lambda slugs: ["a", "a-eval", "b-eval", "c-eval"])
+    monkeypatch.setattr(scaleout, "repro_on_dask", lambda chosen, *args, **kwargs: calls.append(("dask", chosen)) or [])
+    monkeypatch.setattr(scoring, "evaluate_paper", lambda slug: calls.append(("evaluate", slug)) or {"wall_s": 0.0})
+    monkeypatch.setattr(repro, "commit_stages", lambda names: calls.append(("commit", list(names))))
+    monkeypatch.setattr(subprocess, "run", lambda args, **kwargs: calls.append(("run", args[1:])) or
+                        subprocess.CompletedProcess(args, 0))
+    assert repro.repro_scaled_out(["a", "b", "c"], (), None, 2, echo=lambda line: None) == 0
+    assert calls == [("dask", ["a"]), ("evaluate", "b"), ("evaluate", "c"),
+                     ("commit", ["a", "a-eval", "b-eval", "c-eval"]), ("run", ["repro"])]
+
+    # a re-scoring that fails still records what the workers finished
+    calls.clear()
+    monkeypatch.setattr(scoring, "evaluate_paper", lambda slug: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        repro.repro_scaled_out(["a", "b", "c"], (), None, 2, echo=lambda line: None)
+    assert calls == [("dask", ["a"]), ("commit", ["a", "a-eval"])]
