@@ -163,12 +163,20 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
     return code
 
 
-def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], None] = print) -> int:
+COMMIT_EVERY_S = 600.0
+"""A serial run records its finished stages at least this often (a ``dvc commit`` costs about 10 s at 114 stages):
+a run killed without a chance to clean up (``kill -9``, a power cut) then loses at most this much bookkeeping, on
+top of the stage it was in. (Its outputs stay either way, and a records stage rerun finds its seeds stored.)"""
+
+
+def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], None] = print,
+               commit_every_s: float = COMMIT_EVERY_S) -> int:
     """Run the commands of the paper stages ``queue`` (names in ``./dvc.yaml``) one after the other, as ``dvc repro
-    --single-item`` would, then record the stages that finished with one ``dvc commit`` (:func:`commit_stages`),
-    also when a later one fails or the run is interrupted. ``fresh``: records from scratch. A paper whose code or
-    params changed here while it ran is left out of the commit (DVC would pair its outputs with the new code) and
-    named. Returns the exit code of the stage that failed, or 0."""
+    --single-item`` would, and record the stages that finished with ``dvc commit`` (:func:`commit_stages`): once
+    ``commit_every_s`` has passed since the last, and at the end, also when a stage fails or the run is
+    interrupted. ``fresh``: records from scratch. A paper whose code or params changed here while it ran is left
+    out of the commit (DVC would pair its outputs with the new code) and named. Returns the exit code of the stage
+    that failed, or 0."""
     from paperflows.scaleout import inputs_changed, inputs_digests, paper_process_environment
 
     root = Path(".")
@@ -177,8 +185,20 @@ def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], 
                 in yaml.load((root / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"].items()}
     env = paper_process_environment(fresh)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # the stages' `paperflows`
-    done: list[str] = []
-    started = time.monotonic()
+    unrecorded: list[str] = []
+    started = last_commit = time.monotonic()
+
+    def record() -> None:
+        nonlocal last_commit
+        edited = inputs_changed(root, digests, papers_of(unrecorded))
+        for slug in edited:
+            echo(f"{slug}: its code or params changed here while it ran; its outputs stay in place but are not "
+                 "recorded (rerun it)")
+        if kept := [stage for stage in unrecorded if stage.removesuffix(EVAL_SUFFIX) not in edited]:
+            commit_stages(kept)
+        unrecorded.clear()
+        last_commit = time.monotonic()
+
     try:
         for position, stage in enumerate(queue, 1):
             echo(f"[{position}/{len(queue)}] {stage} ... (elapsed {_clock(time.monotonic() - started)})")
@@ -189,15 +209,12 @@ def run_stages(queue: Sequence[str], fresh: bool = False, echo: Callable[[str], 
                  f"(elapsed {_clock(time.monotonic() - started)})")
             if code:
                 return code
-            done.append(stage)
+            unrecorded.append(stage)
+            if time.monotonic() - last_commit >= commit_every_s:
+                record()
         return 0
     finally:
-        edited = inputs_changed(root, digests, papers_of(done))
-        for slug in edited:
-            echo(f"{slug}: its code or params changed here while it ran; its outputs stay in place but are not "
-                 "recorded (rerun it)")
-        if kept := [stage for stage in done if stage.removesuffix(EVAL_SUFFIX) not in edited]:
-            commit_stages(kept)
+        record()
 
 
 def the_rest(papers: Sequence[str]) -> list[str]:

@@ -266,3 +266,23 @@ def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     new_seed = meta["seeds"][-1]
     assert meta["seeds_run"] == [new_seed], "only the added seed ran; the others' records were kept"
 
+
+
+def test_serial_repro_killed_outright_keeps_what_its_last_periodic_commit_recorded(tmp_path):
+    """A run killed with no chance to clean up (``kill -9``: no ``finally``) has still recorded the stages that
+    finished before its last periodic commit (every stage, at ``commit_every_s=0``)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, **GIT_IDENTITY}
+
+    def copy(source, folder):
+        return f"mkdir -p {folder} && cp {source} {folder}/"
+
+    tiny_pipeline(tmp_path, {"a": copy("flows/a/method.py", "records/a"), "a-eval": copy("records/a/method.py", "results/a"),
+                             "b": copy("flows/b/method.py", "records/b"), "b-eval": "kill -9 $PPID"}, env)
+    run = ("from paperflows.repro import run_stages; "
+           "run_stages(['a', 'a-eval', 'b', 'b-eval'], echo=print, commit_every_s=0)")
+    killed = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    assert set(status(tmp_path, env)) == {"b-eval"}
