@@ -115,6 +115,10 @@ def test_a_point_control_on_the_threshold_has_not_failed_but_a_clear_claim_separ
     passing = Control(name="no-op", metric="inside")
     result = check_claim(effect(control=passing, control_reason=None), {**METRICS, "inside": 0.3}, 3)
     assert result.verdict == "inconclusive" and "passes too" in result.reason
+    # named also where the claim's own interval already made it inconclusive
+    straddling = {**METRICS, "inside": 0.3, "effect": {**METRICS["effect"], "ci_low": -0.1}}
+    reason = check_claim(effect(control=passing, control_reason=None), straddling, 3).reason
+    assert "straddles" in reason and "passes too" in reason
 
 
 def test_one_counterexample_refutes_a_claim_about_every_instance():
@@ -152,6 +156,10 @@ def test_a_claim_on_a_method_that_did_not_learn_is_inconclusive():
     assert [r.verdict for r in healthy] == ["reproduced", "reproduced"]
     broken = check_claims(paper, {**METRICS, "learned": 0.3}, 3)
     assert broken[0].verdict == "inconclusive" and "implementation" in broken[0].reason
+    # an interval that already straddles the threshold still names the failed check: a reader must learn of it
+    straddling = {**METRICS, "learned": 0.3, "effect": {**METRICS["effect"], "ci_low": -0.1}}
+    reason = check_claims(paper, straddling, 3)[0].reason
+    assert "straddles" in reason and "implementation: the method check learns did not hold" in reason
     with pytest.raises(ValueError, match="not sanity checks"):
         Paper(**{**paper.model_dump(), "claims": (effect(requires=("nowhere",)),)})
 

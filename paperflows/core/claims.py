@@ -250,7 +250,7 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
     control = None
     if claim.control is not None:
         control = _control_result(claim, metrics, [observed] if ci is None else [observed, *ci])
-        if control.passed and not refuted and result != "inconclusive":
+        if control.passed and not refuted:   # named also where the interval already made it inconclusive
             result = "inconclusive"
             reasons.append(f"no power: the control ({claim.control.name}) passes too")
         elif not control.gives_power and result == "reproduced":
@@ -259,9 +259,10 @@ def check_claim(claim: Claim, metrics: dict[str, Any], seeds: int,
                            "from the claim")
 
     unhealthy = [s for s in claim.requires if (sanity or {}).get(s) != "reproduced"]
-    if unhealthy and not refuted and result != "inconclusive":
+    if unhealthy and not refuted:   # named also where the verdict was already inconclusive: a reader must see it
         result = "inconclusive"
-        reasons.append(f"implementation: the method check {', '.join(unhealthy)} did not hold")
+        reasons.append(f"implementation: the method check{'s' if len(unhealthy) > 1 else ''} {', '.join(unhealthy)} "
+                       "did not hold")
 
     reversed_settings = None if settings is None else [
         k for k, v in settings.items() if not math.isnan(v) and not passes(claim.comparison, claim.threshold, v)]
