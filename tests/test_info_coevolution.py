@@ -9,11 +9,14 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 from conftest import params_for
 
 from flows.info_coevolution import method as M
+from paperflows.core.seeding import torch_seeded
 from tasks.selection import LabelLedger
-from tasks.train import torch_single_thread
+from tasks.train import mlp, torch_single_thread, train
 
 
 @pytest.fixture(autouse=True)
@@ -215,8 +218,24 @@ def test_at_full_annotation_every_method_equals_full_annotation(tiny):
     full = M.accuracy(M.fit(p, data.X_pool, data.y_pool, 10, 7), data.X_test, data.y_test)
     order = M.random_order(n, initial, np.random.default_rng(0))
     assert sorted(order) == list(range(n)) and set(order[:len(initial)]) == set(initial)
-    assert M.random_annotation(p, data, order, [len(initial), n], 7)[-1] == (n, full)
-    assert M.least_confidence(p, data, initial, [len(initial), n], 7)[-1] == (n, full)
+    (rand,), lc = M.baselines(p, data, [order], initial, [len(initial), n], 7)
+    assert rand[-1] == lc[-1] == (n, full)
+
+
+def test_a_batched_fit_is_bitwise_the_single_fits(tiny):
+    p, data = tiny
+    rows = np.stack([np.sort(np.random.default_rng(s).choice(len(data.y_pool), 50, replace=False)) for s in range(3)])
+    batched = M.fit_batch(p, data.X_pool[rows], data.y_pool[rows], 10, 7)
+    for r, model in zip(rows, batched):
+        alone = M.fit(p, data.X_pool[r], data.y_pool[r], 10, 7)
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), alone.state_dict().values()))
+    # and a single fit is bitwise the shared training loop's
+    with torch_seeded(7):
+        reference = mlp(data.X_pool.shape[1], list(p.hidden), 10)
+    epochs = max(p.epochs, math.ceil(p.min_steps / math.ceil(50 / p.batch_size)))
+    train(reference, torch.from_numpy(data.X_pool[rows[0]]), torch.from_numpy(data.y_pool[rows[0]]),
+          loss_fn=F.cross_entropy, epochs=epochs, batch_size=p.batch_size, lr=p.lr, seed=7)
+    assert all(torch.equal(a, b) for a, b in zip(reference.state_dict().values(), batched[0].state_dict().values()))
 
 
 def test_least_confidence_buys_the_least_confident_points(tiny):
@@ -224,7 +243,7 @@ def test_least_confidence_buys_the_least_confident_points(tiny):
     n = len(data.y_pool)
     initial = M.initial_set(p, n, 0, "digits")
     m = len(initial) + 17
-    curve = M.least_confidence(p, data, initial, [len(initial), m], 7)
+    _, curve = M.baselines(p, data, [], initial, [len(initial), m], 7)
     assert [c for c, _ in curve] == [len(initial), m]
     # independent: fit on the initial set, rank the others by max-softmax, refit on initial + 17 lowest
     model = M.fit(p, data.X_pool[np.sort(initial)], data.y_pool[np.sort(initial)], 10, 7)

@@ -39,6 +39,7 @@ whose labels are permuted, so the source carries no label information).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,7 +276,24 @@ def estimate_weights(net: HDANet, task: Task) -> np.ndarray:
     return bbse_weights(task.ys_val.numpy(), pred_val, pred_u, N_CLASSES)
 
 
-def train_network(p: Params, task: Task, init_seed: int, *, align: bool, weights: str,
+def new_network(p: Params, task: Task, init_seed: int) -> tuple[HDANet, torch.optim.Adam]:
+    """The untrained net of ``init_seed`` and its Adam optimiser."""
+    with torch_seeded(init_seed):
+        net = HDANet(task.xs.shape[1], task.xu.shape[1], p.hidden, p.latent)
+    # foreach: one kernel per Adam state update over all parameters instead of one per parameter (the
+    # per-element arithmetic is the same, so the trained weights are too)
+    return net, torch.optim.Adam(net.parameters(), lr=p.lr, weight_decay=p.weight_decay, foreach=True)
+
+
+def warm_start(p: Params, task: Task, init_seed: int) -> tuple[HDANet, torch.optim.Adam]:
+    """The net and optimiser of ``init_seed`` after the ``warmup`` steps on the cross-entropies alone (w = 1, true
+    source labels): the first steps of ``no_align``, ``hda_adv`` and ``hlsan`` coincide, so they are run once."""
+    net, optimiser = new_network(p, task, init_seed)
+    _train_steps(p, task, net, optimiser, range(p.warmup), align=False, weights="one", ys=task.ys)
+    return net, optimiser
+
+
+def train_network(p: Params, task: Task, start: int | tuple[HDANet, torch.optim.Adam], *, align: bool, weights: str,
                   source_labels: torch.Tensor | None = None) -> tuple[HDANet, np.ndarray]:
     """Train one network method full-batch with Adam; returns the net and the final w it used (k,).
 
@@ -285,18 +303,38 @@ def train_network(p: Params, task: Task, init_seed: int, *, align: bool, weights
     the w = 1 and oracle variants share the schedule so that only w differs). ``weights``: ``"one"`` (w = 1), ``"oracle"`` (the true
     w) or ``"bbse"`` (HLSAN: w = 1 for ``warmup`` steps, then BBSE re-estimates every
     ``reestimate_every`` steps). ``source_labels`` replaces the source training labels (the permuted
-    control). Every method of a seed starts from the same weights (``init_seed``).
+    control). ``start``: the init seed (every method of a seed starts from the same weights), or a
+    :func:`warm_start` of it, copied here and trained on from step ``warmup`` (only for w = 1 or BBSE weights and
+    the true labels, whose warmup it is).
     """
-    with torch_seeded(init_seed):
-        net = HDANet(task.xs.shape[1], task.xu.shape[1], p.hidden, p.latent)
+    if isinstance(start, int):
+        net, optimiser = new_network(p, task, start)
+        steps = range(p.steps)
+    else:
+        if weights not in ("one", "bbse") or source_labels is not None:
+            raise ValueError("a warm start is the warmup of w = 1 on the true source labels")
+        # one deep copy of the pair, so that the copied optimiser steps the copied net's parameters
+        net, optimiser = copy.deepcopy(start)
+        steps = range(p.warmup, p.steps)
     ys = task.ys if source_labels is None else source_labels
+    w = _train_steps(p, task, net, optimiser, steps, align=align, weights=weights, ys=ys)
+    net.eval()
+    return net, w
+
+
+def _train_steps(p: Params, task: Task, net: HDANet, optimiser: torch.optim.Adam, steps: range, *, align: bool,
+                 weights: str, ys: torch.Tensor) -> np.ndarray:
+    """The full-batch Adam steps ``steps`` of :func:`train_network` (source labels ``ys`` (n_s,)); returns the final
+    w (k,)."""
     w = task.w_true.copy() if weights == "oracle" else np.ones(N_CLASSES)
-    optimiser = torch.optim.Adam(net.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    w_src = torch.as_tensor(w, dtype=torch.float32)[ys]           # (n_s,) w(y_i) per source row
     xt_domain = torch.cat([task.xu, task.xl])          # every target sample the discriminator may see
-    for step in range(p.steps):
+    onehot_l = F.one_hot(task.yl, N_CLASSES).float()              # (n_l, k) soft labels of the labelled target
+    domain_s, domain_t = torch.ones(len(task.xs)), torch.zeros(len(xt_domain))   # discriminator targets
+    for step in steps:
         if weights == "bbse" and step >= p.warmup and (step - p.warmup) % p.reestimate_every == 0:
             w = estimate_weights(net, task)
-        w_src = torch.as_tensor(w, dtype=torch.float32)[ys]        # (n_s,) w(y_i) per source row
+            w_src = torch.as_tensor(w, dtype=torch.float32)[ys]
         zs = net.g_s(task.xs)
         loss = weighted_mean(F.cross_entropy(net.h(zs), ys, reduction="none"), w_src)
         loss = loss + p.fewshot_weight * F.cross_entropy(net.target_logits(task.xl), task.yl)
@@ -304,21 +342,20 @@ def train_network(p: Params, task: Task, init_seed: int, *, align: bool, weights
         if aligning:
             zt = net.g_t(xt_domain)
             # soft labels of the unlabelled target (no gradient through them), one-hot for the labelled ones
-            qt = torch.cat([F.softmax(net.h(zt[: len(task.xu)]), 1).detach(), F.one_hot(task.yl, N_CLASSES).float()])
+            qt = torch.cat([F.softmax(net.h(zt[: len(task.xu)]), 1).detach(), onehot_l])
             loss = loss + p.cond_weight * conditional_discrepancy(zs, ys, zt, qt)
         if aligning and p.adv_weight > 0:
             lam = dann_lambda(step - p.warmup, p.steps - p.warmup)
             d_s = net.d(GradientReversal.apply(zs, lam)).squeeze(1)
             d_t = net.d(GradientReversal.apply(zt, lam)).squeeze(1)
             # source = 1, target = 0; the source side weighted by w(y) (w = 1: plain DANN)
-            loss_dom = (weighted_mean(F.binary_cross_entropy_with_logits(d_s, torch.ones_like(d_s), reduction="none"), w_src)
-                        + F.binary_cross_entropy_with_logits(d_t, torch.zeros_like(d_t)))
+            loss_dom = (weighted_mean(F.binary_cross_entropy_with_logits(d_s, domain_s, reduction="none"), w_src)
+                        + F.binary_cross_entropy_with_logits(d_t, domain_t))
             loss = loss + p.adv_weight * loss_dom
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    net.eval()
-    return net, w
+    return w
 
 
 @torch.no_grad()
@@ -363,13 +400,14 @@ def run_seed(p: Params, seed: int) -> list[dict]:
                              "w_true": [float(v) for v in task.w_true]})
 
             add("target_only", target_only_accuracy(p, task))
-            net, _ = train_network(p, task, init, align=False, weights="one")
+            warm = warm_start(p, task, init)
+            net, _ = train_network(p, task, warm, align=False, weights="one")
             add("no_align", target_accuracy(net, task))
-            net, _ = train_network(p, task, init, align=True, weights="one")
+            net, _ = train_network(p, task, warm, align=True, weights="one")
             add("hda_adv", target_accuracy(net, task))
             w_post = estimate_weights(net, task)
             add("hda_adv_bbse", target_accuracy(net, task, w_post), w_post)
-            net, w_hat = train_network(p, task, init, align=True, weights="bbse")
+            net, w_hat = train_network(p, task, warm, align=True, weights="bbse")
             add("hlsan", target_accuracy(net, task), w_hat)
             net, _ = train_network(p, task, init, align=True, weights="oracle")
             add("hlsan_oracle", target_accuracy(net, task))
