@@ -338,6 +338,9 @@ def contamination_text(item: Item) -> str:
     return f"{prompt(item.question)} {item.options[item.answer]}"
 
 
+MIN_ROWS = 4  # see choice_logprobs
+
+
 @torch.no_grad()
 def choice_logprobs(model, tokenizer, prompts: list[str], choices: list[list[str]],
                     batch_size: int = 32) -> list[torch.Tensor]:
@@ -346,6 +349,13 @@ def choice_logprobs(model, tokenizer, prompts: list[str], choices: list[list[str
     The same numbers as :func:`tasks.pretrained.sequence_logprob` on each (prompt, choice) pair (prompt and
     continuation tokenised apart), computed cheaper: one forward over each left-padded prompt keeps its key/value
     cache, which is then copied to each of its choices, so only the choices' own tokens run a second forward.
+    A one-token choice needs no second forward (its log-probability is read off the prompt's last logits).
+
+    A batch's numbers depend on its padded widths (attention sums over them), so batches and widths are those of
+    every prompt and choice. Within a batch the rows are independent: MKL's matrix product gives a row the same
+    bits for any row count from ``MIN_ROWS`` up (fewer take other kernels). So a prompt or (prompt, choice) pair
+    that recurs in a batch runs once, and the one-token choices are left out of the second forward, as long as
+    every product keeps ``MIN_ROWS`` rows.
     """
     scores: list[torch.Tensor] = [torch.empty(0)] * len(prompts)
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
@@ -353,23 +363,35 @@ def choice_logprobs(model, tokenizer, prompts: list[str], choices: list[list[str
     with torch_single_thread():
         for start in range(0, len(prompts), batch_size):
             batch = order[start:start + batch_size]
-            heads, tails_of = [prompts[i] for i in batch], [choices[i] for i in batch]
-            ids, mask = P.encode(tokenizer, heads, side="left")
+            heads = list(dict.fromkeys(prompts[i] for i in batch))  # a recurring prompt runs once...
+            row_of = {i: heads.index(prompts[i]) for i in batch}      # (its row in the prompt forward)
+            if len(heads) < MIN_ROWS:                                 # ...unless that leaves too few rows
+                heads, row_of = [prompts[i] for i in batch], {i: r for r, i in enumerate(batch)}
+            pairs = {pair: j for j, pair in enumerate(dict.fromkeys((row_of[i], c) for i in batch
+                                                                    for c in choices[i]))}
+            ids, mask = P.encode(tokenizer, heads, side="left")                               # (h, t)
             positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
             out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)                      # (b, V)
-            owner = torch.tensor([i for i, tails in enumerate(tails_of) for _ in tails])      # prompt of each choice
-            tails, tail_mask = P.pad([P.token_ids(tokenizer, " " + c, bos=False) for t in tails_of for c in t],
+            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)                      # (h, V)
+            owner = torch.tensor([row for row, _ in pairs])                                   # prompt of each pair
+            tails, tail_mask = P.pad([P.token_ids(tokenizer, " " + c, bos=False) for _, c in pairs],
                                      tokenizer.pad_token_id, side="right")                     # (m, k)
-            cache = out.cache
-            cache.batch_select_indices(owner)
-            rest = model(input_ids=tails, attention_mask=torch.cat([mask[owner], tail_mask], dim=1),
-                         position_ids=positions[owner, -1:] + 1 + torch.arange(tails.shape[1]), cache=cache,
-                         use_cache=True).logits[:, :-1].float()
-            later = torch.log_softmax(rest, dim=-1).gather(2, tails[:, 1:, None])[:, :, 0] * tail_mask[:, 1:]
+            later = torch.zeros(len(pairs), tails.shape[1] - 1)                                # (m, k - 1)
+            longer = torch.nonzero(tail_mask.sum(dim=1) > 1).flatten()                # (r,) choices of 2+ tokens
+            if 0 < len(longer) * tails.shape[1] < MIN_ROWS:
+                longer = torch.arange(len(pairs))
+            if len(longer):
+                rows = owner[longer]
+                cache = out.cache
+                cache.batch_select_indices(rows)
+                rest = model(input_ids=tails[longer], attention_mask=torch.cat([mask[rows], tail_mask[longer]], dim=1),
+                             position_ids=positions[rows, -1:] + 1 + torch.arange(tails.shape[1]), cache=cache,
+                             use_cache=True).logits[:, :-1].float()                            # (r, k - 1, V)
+                later[longer] = (torch.log_softmax(rest, dim=-1).gather(2, tails[longer, 1:, None])[:, :, 0]
+                                 * tail_mask[longer, 1:])
             total = first[owner].gather(1, tails[:, :1])[:, 0] + later.sum(dim=1)            # (m,)
-            for i, row in zip(batch, total.split([len(t) for t in tails_of])):
-                scores[i] = row
+            for i in batch:
+                scores[i] = total[[pairs[(row_of[i], c)] for c in choices[i]]]
     return scores
 
 
