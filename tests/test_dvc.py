@@ -209,6 +209,11 @@ def tiny_pipeline(root, commands: dict[str, str], env) -> None:
     sh(["git", "commit", "-qm", "tiny"], root, env)
 
 
+def copy_command(source: str, folder: str) -> str:
+    """A stage command for :func:`tiny_pipeline`: copy ``source`` into ``folder``."""
+    return f"mkdir -p {folder} && cp {source} {folder}/"
+
+
 def test_serial_repro_records_the_stages_that_finished_and_not_a_paper_edited_while_it_ran(tmp_path, monkeypatch):
     """`paperflows repro` runs the stages' commands itself and records them with one `dvc commit`: a stage that fails
     stops the run but loses none that finished before it, and a paper whose code changed during its run is left
@@ -217,13 +222,11 @@ def test_serial_repro_records_the_stages_that_finished_and_not_a_paper_edited_wh
 
     env = {**os.environ, **GIT_IDENTITY}
 
-    def copy(source, folder):
-        return f"mkdir -p {folder} && cp {source} {folder}/"
-
-    tiny_pipeline(tmp_path, {"a": copy("flows/a/method.py", "records/a"), "a-eval": copy("records/a/method.py", "results/a"),
-                             "b": "echo 'y = 2' >> flows/b/method.py && " + copy("flows/b/method.py", "records/b"),
-                             "b-eval": copy("records/b/method.py", "results/b"),
-                             "c": copy("flows/c/method.py", "records/c"), "c-eval": "exit 3"}, env)
+    tiny_pipeline(tmp_path, {"a": copy_command("flows/a/method.py", "records/a"),
+                             "a-eval": copy_command("records/a/method.py", "results/a"),
+                             "b": "echo 'y = 2' >> flows/b/method.py && " + copy_command("flows/b/method.py", "records/b"),
+                             "b-eval": copy_command("records/b/method.py", "results/b"),
+                             "c": copy_command("flows/c/method.py", "records/c"), "c-eval": "exit 3"}, env)
     lines = []
     monkeypatch.chdir(tmp_path)   # where repro runs: the repository's root
     assert run_stages(["a", "a-eval", "b", "b-eval", "c", "c-eval"], echo=lines.append) == 3
@@ -267,7 +270,6 @@ def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     assert meta["seeds_run"] == [new_seed], "only the added seed ran; the others' records were kept"
 
 
-
 def test_serial_repro_killed_outright_keeps_what_its_last_periodic_commit_recorded(tmp_path):
     """A run killed with no chance to clean up (``kill -9``: no ``finally``) has still recorded the stages that
     finished before its last periodic commit (every stage, at ``commit_every_s=0``)."""
@@ -276,11 +278,9 @@ def test_serial_repro_killed_outright_keeps_what_its_last_periodic_commit_record
 
     env = {**os.environ, **GIT_IDENTITY}
 
-    def copy(source, folder):
-        return f"mkdir -p {folder} && cp {source} {folder}/"
-
-    tiny_pipeline(tmp_path, {"a": copy("flows/a/method.py", "records/a"), "a-eval": copy("records/a/method.py", "results/a"),
-                             "b": copy("flows/b/method.py", "records/b"), "b-eval": "kill -9 $PPID"}, env)
+    tiny_pipeline(tmp_path, {"a": copy_command("flows/a/method.py", "records/a"),
+                             "a-eval": copy_command("records/a/method.py", "results/a"),
+                             "b": copy_command("flows/b/method.py", "records/b"), "b-eval": "kill -9 $PPID"}, env)
     run = ("from paperflows.repro import run_stages; "
            "run_stages(['a', 'a-eval', 'b', 'b-eval'], echo=print, commit_every_s=0)")
     killed = subprocess.run([sys.executable, "-c", run], cwd=tmp_path, env=env, capture_output=True, text=True)
