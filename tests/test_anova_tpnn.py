@@ -196,6 +196,27 @@ def test_ebm_components_sum_to_its_prediction():
     np.testing.assert_allclose(parts.sum(1) + ebm.intercept_, ebm.predict(X), rtol=1e-8, atol=1e-8)
 
 
+def test_ebm_fits_on_the_same_simd_path_whatever_the_process_allows():
+    """libebm's scalar, AVX2 and AVX-512 paths give other bits (a clone on an AVX-512 CPU moved this paper's smoke
+    digest): the fit pins AVX2, so a process that allows everything, or nothing, fits the same model, and gets its
+    own option back."""
+    from interpret import develop
+    from interpret.utils._native import Native
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (200, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2]
+    terms = []
+    for allowed in (Native.AccelerationFlags_ALL, Native.AccelerationFlags_NONE):
+        develop.set_option("acceleration", allowed)
+        try:
+            ebm = m.fit_ebm("regression", X, y, interactions=2, outer_bags=1, interaction_bins=8, seed=0)
+            assert develop.get_option("acceleration") == allowed
+        finally:
+            develop.set_option("acceleration", Native.AccelerationFlags_ALL)
+        terms.append(ebm.eval_terms(X))
+    np.testing.assert_array_equal(terms[0], terms[1])
+
 def test_run_is_deterministic_by_seed():
     cfg = params_for("anova_tpnn", datasets=["synthetic"], models=["tpnn", "na2m"], synth_n=150, synth_d=4,
                      synth_rho=0.5, synth_noise=0.2, bc_top_features=8, test_frac=0.2, eval_rows=60, n_basis=4,

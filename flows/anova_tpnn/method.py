@@ -432,18 +432,29 @@ def fit_neural(model: nn.Module, task: str, x: torch.Tensor, y: torch.Tensor, x_
 def fit_ebm(task: str, X: np.ndarray, y: np.ndarray, interactions: int, outer_bags: int, interaction_bins: int,
             seed: int):
     """An ExplainableBoosting{Regressor,Classifier} (n_jobs=1, ``outer_bags`` bags, ``interactions`` pairs on
-    ``interaction_bins`` bins: the default 64 makes each pair update ~20x slower) fitted on X (n, d)."""
+    ``interaction_bins`` bins: the default 64 makes each pair update ~20x slower) fitted on X (n, d).
+
+    libebm picks its SIMD path from the CPU, and its AVX-512 path rounds otherwise than its AVX2 path: the fit runs
+    on AVX2 on every x86-64 machine, as ``paperflows/settings.py`` pins NumPy, MKL and oneDNN (the option is
+    interpret's global one, restored afterwards)."""
+    from interpret import develop
     from interpret.glassbox import (
         ExplainableBoostingClassifier,
         ExplainableBoostingRegressor,
     )
+    from interpret.utils._native import Native
 
     cls = ExplainableBoostingRegressor if task == "regression" else ExplainableBoostingClassifier
     model = cls(interactions=interactions, outer_bags=outer_bags, max_interaction_bins=interaction_bins, n_jobs=1,
                 random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(X, y.astype(int) if task == "classification" else y)
+    acceleration = develop.get_option("acceleration")
+    develop.set_option("acceleration", Native.AccelerationFlags_AVX2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X, y.astype(int) if task == "classification" else y)
+    finally:
+        develop.set_option("acceleration", acceleration)
     return model
 
 
