@@ -44,6 +44,18 @@ def _one_line_errors():
         _fail(err)
 
 
+def _first_look_at_other_seeds(overrides: List[str]) -> List[str]:
+    """``overrides``, with ``extra_seeds=0`` added where they set the paper's ``seeds`` and not its ``extra_seeds``:
+    params.yaml's ``extra_seeds`` is the second look that look 1 at *its* seed count asked for (`paperflows
+    extend`); at another count there is no such look yet, and ``--set seeds=1`` runs one seed, not 1 + extra."""
+    from paperflows.params import parse_override
+
+    keys = {tuple(parse_override(text)[0]) for text in overrides}
+    if ("seeds",) in keys and ("extra_seeds",) not in keys:
+        return [*overrides, "extra_seeds=0"]
+    return list(overrides)
+
+
 def _out_root(out: Optional[Path], smoke: bool) -> Path:
     """Where a run writes: ``--out``, else the repo, or ``.paperflows/smoke`` at smoke scale."""
     return out or (Path(".paperflows") / "smoke" if smoke else Path("."))
@@ -78,7 +90,7 @@ def run(
 
     with _one_line_errors():
         summary = run_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
-                            overrides=set_, runner=runner, dask_address=dask_address)
+                            overrides=_first_look_at_other_seeds(set_), runner=runner, dask_address=dask_address)
 
     typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
 
@@ -98,7 +110,7 @@ def record(
 
     with _one_line_errors():
         summary = record_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
-                               overrides=set_, runner=runner, dask_address=dask_address)
+                               overrides=_first_look_at_other_seeds(set_), runner=runner, dask_address=dask_address)
     typer.echo(f"{slug}: records for seeds {summary['seeds']} ({len(summary['seeds_run'])} run now) in "
                f"{summary['wall_s']:.1f} s -> {summary['records_dir']}")
 
@@ -120,7 +132,7 @@ def evaluate(
     with _one_line_errors():
         for slug in slugs or configured_slugs(params_file):
             summary = evaluate_paper(slug, params_file=params_file, out_root=_out_root(out, smoke), smoke=smoke,
-                                     overrides=set_)
+                                     overrides=_first_look_at_other_seeds(set_))
             typer.echo(f"{slug}: {counts_text(summary)} in {summary['wall_s']:.1f} s -> {summary['results_dir']}/report.md")
 
 

@@ -28,6 +28,40 @@ def test_bad_override_names_the_key(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_seeds_override_runs_that_many_seeds_without_the_committed_second_look(monkeypatch):
+    """params.yaml's ``extra_seeds`` is the second look asked for by look 1 at the paper's own seed count: ``--set
+    seeds=1`` runs one seed (it ran 1 + extra_seeds), ``--set seeds=30`` is not refused for the cap that 30 + extra
+    would pass, and an explicit ``extra_seeds`` stays. Each command that takes ``--set`` passes them on so."""
+    from typer.testing import CliRunner
+
+    from paperflows import cli as cli_module, pipeline, scoring, stages
+    from paperflows.params import resolve_params
+
+    raw = read_params_file(ROOT / "params.yaml")
+    slug = "placefield_td"   # seeds 10, extra_seeds 10, seed_cap 20
+    assert resolve_params(slug, raw)[0].extra_seeds > 0
+    assert resolve_params(slug, raw, overrides=["seeds=1"])[0].all_seeds > 1, "the old behaviour"
+    with pytest.raises(ParamsError, match="seed_cap"):
+        resolve_params(slug, raw, overrides=["seeds=15"])
+    first_look = cli_module._first_look_at_other_seeds
+    assert resolve_params(slug, raw, overrides=first_look(["seeds=1"]))[0].all_seeds == 1
+    assert resolve_params(slug, raw, overrides=first_look(["seeds=15"]))[0].all_seeds == 15
+    assert resolve_params(slug, raw, overrides=first_look(["seeds=1", "extra_seeds=2"]))[0].all_seeds == 3
+    assert first_look(["lr=0.1"]) == ["lr=0.1"] and first_look(["common.seeds=2"]) == ["common.seeds=2"]
+
+    passed = []
+
+    def capture(*args, overrides=(), **kwargs):
+        passed.append(list(overrides))
+        raise RuntimeError("captured")
+
+    for module, name in ((pipeline, "run_paper"), (stages, "record_paper"), (scoring, "evaluate_paper")):
+        monkeypatch.setattr(module, name, capture)
+    for command in ("run", "record", "evaluate"):
+        result = CliRunner().invoke(cli_module.app, [command, slug, "--set", "seeds=1"])
+        assert result.exit_code == 1, result.output
+    assert passed == [["seeds=1", "extra_seeds=0"]] * 3
+
 def test_params_are_validated_without_prefect_torch_or_any_method():
     """What makes a params error fast: validation imports only params.py files (no timing asserted here;
     benchmarks/bench_harness.py measures it)."""
