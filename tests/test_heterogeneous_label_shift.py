@@ -1,6 +1,7 @@
 """heterogeneous_label_shift: BBSE, the modalities, the shifted draws and the losses against independent
 references (smoke run, determinism and params come from test_papers.py)."""
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -137,21 +138,36 @@ def test_oracle_weights_of_one_reproduce_the_unweighted_model_and_other_weights_
     p, split = smoke
     task = M.make_task(p, split, 3, "severe")
     ones = dataclasses.replace(task, w_true=np.ones(10))
-    unweighted, _ = M.train_network(p, task, 5, align=True, weights="one")
-    oracle_ones, _ = M.train_network(p, ones, 5, align=True, weights="oracle")
-    oracle, w = M.train_network(p, task, 5, align=True, weights="oracle")
+    unweighted, _ = M.train_network(p, task, *M.new_network(p, task, 5), align=True, weights="one")
+    oracle_ones, _ = M.train_network(p, ones, *M.new_network(p, ones, 5), align=True, weights="oracle")
+    oracle, w = M.train_network(p, task, *M.new_network(p, task, 5), align=True, weights="oracle")
     assert torch.equal(_state(unweighted), _state(oracle_ones))        # w is the only difference
     assert not torch.allclose(_state(unweighted), _state(oracle))
     np.testing.assert_array_equal(w, task.w_true)
 
 
+def test_a_copy_of_the_shared_warm_start_trains_on_as_a_run_from_scratch(smoke):
+    """no_align, hda_adv and hlsan share their first ``warmup`` steps (w = 1, true labels): each trains on from a copy
+    of one warm start, bitwise as if it had run them itself, and the warm start stays as it was."""
+    p, split = smoke
+    task = M.make_task(p, split, 3, "moderate")
+    q = p.model_copy(update={"steps": 9, "warmup": 4, "reestimate_every": 2})
+    warm = M.warm_start(q, task, 5)
+    before = _state(warm[0]).clone()
+    for align, weights in ((False, "one"), (True, "one"), (True, "bbse")):
+        cold, w_cold = M.train_network(q, task, *M.new_network(q, task, 5), align=align, weights=weights)
+        hot, w_hot = M.train_network(q, task, *copy.deepcopy(warm), first_step=q.warmup, align=align, weights=weights)
+        assert torch.equal(_state(cold), _state(hot)), (align, weights)
+        np.testing.assert_array_equal(w_cold, w_hot)
+    assert torch.equal(_state(warm[0]), before)
+
 def test_hlsan_reports_the_bbse_estimate_of_its_final_reestimate(smoke):
     p, split = smoke
     task = M.make_task(p, split, 3, "moderate")
     q = p.model_copy(update={"steps": 9, "warmup": 4, "reestimate_every": 4})   # estimates at steps 4 and 8
-    _, w = M.train_network(q, task, 5, align=True, weights="bbse")
+    _, w = M.train_network(q, task, *M.new_network(q, task, 5), align=True, weights="bbse")
     # the same run stopped right before step 8 and asked for its estimate gives the same w
-    early, _ = M.train_network(q.model_copy(update={"steps": 8}), task, 5, align=True, weights="bbse")
+    early, _ = M.train_network(q.model_copy(update={"steps": 8}), task, *M.new_network(q, task, 5), align=True, weights="bbse")
     np.testing.assert_allclose(w, M.estimate_weights(early, task))
 
 

@@ -293,9 +293,10 @@ def warm_start(p: Params, task: Task, init_seed: int) -> tuple[HDANet, torch.opt
     return net, optimiser
 
 
-def train_network(p: Params, task: Task, start: int | tuple[HDANet, torch.optim.Adam], *, align: bool, weights: str,
-                  source_labels: torch.Tensor | None = None) -> tuple[HDANet, np.ndarray]:
-    """Train one network method full-batch with Adam; returns the net and the final w it used (k,).
+def train_network(p: Params, task: Task, net: HDANet, optimiser: torch.optim.Adam, *, align: bool, weights: str,
+                  first_step: int = 0, source_labels: torch.Tensor | None = None) -> tuple[HDANet, np.ndarray]:
+    """Train one network method full-batch with Adam from step ``first_step`` to ``steps``; returns the net and the
+    final w it used (k,).
 
     ``align``: from step ``warmup`` on, add the class-conditional discrepancy and the domain-adversarial
     loss (every aligned method first trains ``warmup`` steps on the cross-entropies alone: BBSE needs a
@@ -303,21 +304,12 @@ def train_network(p: Params, task: Task, start: int | tuple[HDANet, torch.optim.
     the w = 1 and oracle variants share the schedule so that only w differs). ``weights``: ``"one"`` (w = 1), ``"oracle"`` (the true
     w) or ``"bbse"`` (HLSAN: w = 1 for ``warmup`` steps, then BBSE re-estimates every
     ``reestimate_every`` steps). ``source_labels`` replaces the source training labels (the permuted
-    control). ``start``: the init seed (every method of a seed starts from the same weights), or a
-    :func:`warm_start` of it, copied here and trained on from step ``warmup`` (only for w = 1 or BBSE weights and
-    the true labels, whose warmup it is).
+    control). ``net, optimiser``: a :func:`new_network` of the seed's init seed (every method of a seed starts
+    from the same weights) at ``first_step`` 0, or a copy of its :func:`warm_start` at ``first_step`` ``warmup``
+    (only for w = 1 or BBSE weights and the true labels, whose warmup it is).
     """
-    if isinstance(start, int):
-        net, optimiser = new_network(p, task, start)
-        steps = range(p.steps)
-    else:
-        if weights not in ("one", "bbse") or source_labels is not None:
-            raise ValueError("a warm start is the warmup of w = 1 on the true source labels")
-        # one deep copy of the pair, so that the copied optimiser steps the copied net's parameters
-        net, optimiser = copy.deepcopy(start)
-        steps = range(p.warmup, p.steps)
     ys = task.ys if source_labels is None else source_labels
-    w = _train_steps(p, task, net, optimiser, steps, align=align, weights=weights, ys=ys)
+    w = _train_steps(p, task, net, optimiser, range(first_step, p.steps), align=align, weights=weights, ys=ys)
     net.eval()
     return net, w
 
@@ -401,21 +393,23 @@ def run_seed(p: Params, seed: int) -> list[dict]:
 
             add("target_only", target_only_accuracy(p, task))
             warm = warm_start(p, task, init)
-            net, _ = train_network(p, task, warm, align=False, weights="one")
+            # one deep copy of the (net, optimiser) pair per method, so that the copied optimiser steps the copied net
+            net, _ = train_network(p, task, *copy.deepcopy(warm), first_step=p.warmup, align=False, weights="one")
             add("no_align", target_accuracy(net, task))
-            net, _ = train_network(p, task, warm, align=True, weights="one")
+            net, _ = train_network(p, task, *copy.deepcopy(warm), first_step=p.warmup, align=True, weights="one")
             add("hda_adv", target_accuracy(net, task))
             w_post = estimate_weights(net, task)
             add("hda_adv_bbse", target_accuracy(net, task, w_post), w_post)
-            net, w_hat = train_network(p, task, warm, align=True, weights="bbse")
+            net, w_hat = train_network(p, task, *copy.deepcopy(warm), first_step=p.warmup, align=True, weights="bbse")
             add("hlsan", target_accuracy(net, task), w_hat)
-            net, _ = train_network(p, task, init, align=True, weights="oracle")
+            net, _ = train_network(p, task, *new_network(p, task, init), align=True, weights="oracle")
             add("hlsan_oracle", target_accuracy(net, task))
             if setting in ("mild", "moderate", "severe"):       # the A/A pair of the shift-dependence claim
-                net, _ = train_network(p, task, rerun, align=True, weights="one")
+                net, _ = train_network(p, task, *new_network(p, task, rerun), align=True, weights="one")
                 add("hda_adv_rerun", target_accuracy(net, task))
             if setting == "moderate":               # the transfer claim's control: no label information
                 perm = torch.as_tensor(numpy_rng(seed, STREAM["permute"]).permutation(task.ys.numpy()))
-                net, _ = train_network(p, task, init, align=True, weights="bbse", source_labels=perm)
+                net, _ = train_network(p, task, *new_network(p, task, init), align=True, weights="bbse",
+                                       source_labels=perm)
                 add("hlsan_permuted", target_accuracy(net, task))
     return rows
