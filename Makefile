@@ -8,15 +8,15 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml requirements-nodeps.txt
+$(VENV)/.installed: pyproject.toml requirements-nodeps.txt constraints.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 # pip byte-compiles what it installs, on purpose: `--no-compile` cut the setup from 1 min 40 s to 44 s, but where
 # PYTHONDONTWRITEBYTECODE is set (this CI machine) no module is cached then: every process compiles its imports
 # again (~4 s more each) and the tests took 1 min 48 s longer
-	$(BIN)/pip install -q torch==2.13.0   # the CPU build; an open range would pull a CUDA build
-	$(BIN)/pip install -q -e '.[dev,dask]'
-	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt   # why: see the file's header
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0   # the CPU build; an open range would pull a CUDA build
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,dask]'   # every version as constraints.txt says
+	$(BIN)/pip install -q -c constraints.txt --no-deps -r requirements-nodeps.txt   # why: see the file's header
 	touch $@
 
 repro: setup  ## run every paper (DVC skips the unchanged ones) against one local Prefect server

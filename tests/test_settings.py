@@ -78,3 +78,38 @@ def test_every_committed_result_carries_the_reference_digest():
     reference = digest_of_fingerprint_file(REFERENCE_FINGERPRINT)
     for path in sorted((ROOT / "results").glob("*/metrics.json")):
         assert json.loads(path.read_text())["fingerprint"] == reference, f"{path.parent.name} ran under other kernels"
+
+
+def test_the_environment_is_the_one_constraints_txt_pins():
+    """`make setup` installs every distribution at the version that constraints.txt names, and every dependency the
+    project declares is named there: pyproject's open ranges would otherwise take whatever is newest on the day,
+    and a numeric library's new release can move the committed bits."""
+    import re
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import Requirement
+
+    def normalised(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    pinned = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line := line.split("#")[0].strip():
+            name, _, pinned_version = line.partition("==")
+            pinned[normalised(name)] = pinned_version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(r for group in project["optional-dependencies"].values() for r in group),
+                *(line for line in (ROOT / "requirements-nodeps.txt").read_text().splitlines()
+                  if line.strip() and not line.startswith("#"))]
+    unpinned = {normalised(Requirement(r).name) for r in declared} - set(pinned)
+    assert not unpinned, f"declared but not in constraints.txt: {sorted(unpinned)}"
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    other = {name: (want, installed(name)) for name, want in pinned.items() if installed(name) != want}
+    assert not other, f"(constraints.txt, installed) differ: {other}"
