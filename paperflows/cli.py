@@ -155,7 +155,10 @@ def extend(slugs: Slugs = None, params_file: ParamsFile = Path("params.yaml")) -
 def check(params_file: ParamsFile = Path("params.yaml"),
           claims: Annotated[bool, typer.Option("--claims", help="also score each paper's committed records in "
                                                "memory and look up every path its claims name (seconds per paper)")]
-          = False) -> None:
+          = False,
+          records: Annotated[bool, typer.Option("--records", help="also name each paper whose committed records "
+                                                "were made by other code or params than today's: `make repro` "
+                                                "would retrain it rather than reuse them")] = False) -> None:
     """Validate params.yaml and the flow registry without starting Prefect or importing any method."""
     from paperflows.params import check_params_file, configured_slugs
 
@@ -164,6 +167,13 @@ def check(params_file: ParamsFile = Path("params.yaml"),
         from paperflows.scoring import claim_problems
 
         problems = [p for slug in configured_slugs(params_file) for p in claim_problems(slug, params_file=params_file)]
+    if records and not problems:
+        from paperflows.repro import records_made_otherwise
+
+        problems = [f"{slug}: " + ("no records" if parts == ["no records"] else
+                                   f"its records' key differs from today's in {', '.join(parts)}")
+                    + f" (`paperflows repro --papers {slug}` makes them anew)" for slug, parts in
+                    records_made_otherwise(configured_slugs(params_file), params_file=params_file).items()]
     for problem in problems:
         typer.echo(f"error: {problem}", err=True)
     if problems:

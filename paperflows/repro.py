@@ -114,6 +114,34 @@ def kernels_warning(reference: Path = COMMITTED_FINGERPRINT) -> str | None:
             "and its numbers and verdicts may differ from the committed ones")
 
 
+def records_made_otherwise(slugs: Sequence[str], root: Path = Path("."),
+                           params_file: Path = Path("params.yaml")) -> dict[str, list[str]]:
+    """For each paper whose stored records under ``root`` no records stage would reuse: what in their key differs
+    from today's (``code``: the digest of the records stage's code; ``params``, apart from the seed counts;
+    ``base_seed``; ``smoke``), or ``["no records"]``. The kernel fingerprint is left out: it is the machine's.
+
+    ``dvc status`` cannot see this: a code edit recorded with ``dvc commit`` instead of a rerun makes ``dvc.lock``
+    current while the records still carry the old digest, and a fresh clone's ``make repro`` then retrains that
+    paper from scratch where it would have reused its records."""
+    from paperflows.params import read_params_file, resolve_params
+    from paperflows.stages import SEED_COUNTS, code_digest, records_dir
+
+    raw = read_params_file(params_file)
+    made_otherwise = {}
+    for slug in slugs:
+        meta = records_dir(root, slug) / "meta.json"
+        if not meta.is_file():
+            made_otherwise[slug] = ["no records"]
+            continue
+        key = json.loads(meta.read_text()).get("key", {})
+        params, common = resolve_params(slug, raw)
+        today = {"code": code_digest(slug), "smoke": False, "base_seed": common.seed,
+                 "params": {k: v for k, v in params.model_dump(mode="json").items() if k not in SEED_COUNTS}}
+        if differing := [part for part, value in today.items() if key.get(part) != value]:
+            made_otherwise[slug] = differing
+    return made_otherwise
+
+
 def choose(papers: Sequence[str], slugs: Sequence[str]) -> list[str]:
     unknown = sorted(set(papers) - set(slugs))
     if unknown:

@@ -113,3 +113,48 @@ def test_an_estimate_reads_as_value_and_interval_whatever_its_point_is_called():
     assert fmt_estimate({"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}) == "0.5 [0.25, 0.75]"
     assert fmt_estimate({"ratio": 2.0, "ci_low": 1.5, "ci_high": 3.0}) == "2 [1.5, 3]"
     assert fmt_estimate({"mean": 1.0, "slope": -0.5, "ci_low": -1.0, "ci_high": 0.0}, "slope") == "-0.5 [-1, 0]"
+
+
+def test_every_committed_record_was_made_by_the_committed_code_and_params():
+    """A fresh clone's `make repro` reuses a paper's records only if their key is today's. An edit to a records
+    stage's code recorded with `dvc commit` instead of a rerun leaves dvc.lock current and `dvc status` clean,
+    but the records keep the old code digest, and that clone retrains the paper from scratch."""
+    from conftest import ROOT
+
+    from paperflows.params import configured_slugs
+    from paperflows.repro import records_made_otherwise
+
+    params_file = ROOT / "params.yaml"
+    assert records_made_otherwise(configured_slugs(params_file), ROOT, params_file) == {}
+
+
+def test_records_made_by_other_code_params_or_scale_are_named(tmp_path):
+    import json
+    import shutil
+
+    import yaml
+    from conftest import ROOT
+
+    from paperflows.repro import records_made_otherwise
+
+    slug, params_file = "lapsum", ROOT / "params.yaml"
+    meta = tmp_path / "records" / slug / "meta.json"
+    meta.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "records" / slug / "meta.json", meta)
+    committed = json.loads(meta.read_text())
+    assert records_made_otherwise([slug], tmp_path, params_file) == {}
+    for part, changed in [("code", "0" * 16), ("smoke", True), ("base_seed", 1),
+                          ("params", {**committed["key"]["params"], "tau": 2.5})]:
+        meta.write_text(json.dumps({**committed, "key": {**committed["key"], part: changed}}))
+        assert records_made_otherwise([slug], tmp_path, params_file) == {slug: [part]}
+    # the seed counts are not part of the key: records of another count are grown or cut, not remade
+    meta.write_text(json.dumps(committed))
+    raw = yaml.safe_load(params_file.read_text())
+    raw["papers"][slug]["seeds"] += 1
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert records_made_otherwise([slug], tmp_path, tmp_path / "params.yaml") == {}
+    raw["papers"][slug]["tau"] = 2.5
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert records_made_otherwise([slug], tmp_path, tmp_path / "params.yaml") == {slug: ["params"]}
+    meta.unlink()
+    assert records_made_otherwise([slug], tmp_path, params_file) == {slug: ["no records"]}
