@@ -65,6 +65,30 @@ def stages_to_run(slugs: Sequence[str]) -> list[str]:
     return [stage for slug in slugs for stage in paper_stage_names(slug) if stage in changed]
 
 
+def upstream_stages(queue: Sequence[str], root: Path = Path(".")) -> list[str]:
+    """The stages other than the papers' own (``pretrained``: the converted language models) whose outputs a stage
+    of ``queue`` depends on, in ``dvc.yaml`` order. ``dvc repro`` would bring them up to date first; the stages'
+    own commands do not, and ``dvc commit`` refuses a stage whose dependency does not exist (on a fresh clone a
+    language-model paper whose records are reused never loads a model, so nothing else makes ``data/_pretrained``)."""
+    stages = yaml.load((root / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"]
+    made_by = {path: name for name, stage in stages.items() for out in stage.get("outs", [])
+               for path in ([out] if isinstance(out, str) else out)}
+    needed = {made_by[dep] for name in queue for dep in stages[name].get("deps", []) if dep in made_by}
+    return [name for name in stages if name in needed
+            and not name.endswith(EVAL_SUFFIX) and f"{name}{EVAL_SUFFIX}" not in stages]
+
+
+def bring_up_to_date(stages: Sequence[str], echo: Callable[[str], None] = print) -> int:
+    """``dvc repro --single-item`` of each of ``stages`` (nothing to do where one is current); the exit code of
+    the first that fails, or 0."""
+    for name in stages:
+        code = subprocess.run(_dvc("repro", "--single-item", name), capture_output=True, text=True).returncode
+        if code:
+            echo(f"dvc repro {name} failed (exit {code}): the paper stages that depend on it cannot be recorded")
+            return code
+    return 0
+
+
 def committed_seconds(slugs: Sequence[str], results_root: Path = Path("results")) -> dict[str, float]:
     """Each paper's committed flow-body time (``metrics.json``); the median of the others for a paper without
     committed results."""
@@ -183,7 +207,7 @@ def repro(echo: Callable[[str], None] = print, papers: Sequence[str] = (), resco
              else f"re-scoring failed (exit {code})")
         return code
     # chosen papers are forced, and their records start afresh instead of appending to the stored ones
-    code = run_stages(queue, fresh=bool(papers), echo=echo)
+    code = bring_up_to_date(upstream_stages(queue), echo) or run_stages(queue, fresh=bool(papers), echo=echo)
     if code:
         return code
     code = subprocess.run(_dvc(*the_rest(papers))).returncode
@@ -262,6 +286,8 @@ def repro_scaled_out(slugs: Sequence[str], papers: Sequence[str], dask_address: 
     chosen = choose(papers, slugs) if papers else [s for s in stale if not s.endswith(EVAL_SUFFIX)]
     rescored = [s for s in stale if s.endswith(EVAL_SUFFIX) and s.removesuffix(EVAL_SUFFIX) not in chosen]
     started = time.monotonic()
+    if code := bring_up_to_date(upstream_stages([s for slug in chosen for s in paper_stage_names(slug)]), echo):
+        return code
     # chosen papers are forced and start afresh, as in a serial run; stale ones append to their stored records
     failed = repro_on_dask(chosen, records_stage_seconds(chosen), dask_address, workers, echo=echo,
                            fresh=bool(papers))

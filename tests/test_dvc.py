@@ -236,6 +236,34 @@ def test_serial_repro_records_the_stages_that_finished_and_not_a_paper_edited_wh
     assert (tmp_path / "results" / "b" / "method.py").is_file(), "an edited paper's outputs stay in place"
 
 
+def test_serial_repro_first_makes_what_a_paper_depends_on_outside_the_papers(tmp_path, monkeypatch):
+    """On a fresh clone `data/_pretrained` (stage `pretrained`) is missing, and a language-model paper whose records
+    are reused never loads a model: its stages run, but `dvc commit` refuses a stage whose dependency does not
+    exist. `paperflows repro` therefore brings such upstream stages up to date first, and only where a queued
+    paper depends on them."""
+    import pytest
+    from dvc.dependency.base import DependencyDoesNotExistError
+
+    from paperflows.repro import bring_up_to_date, run_stages, upstream_stages
+
+    env = {**os.environ, **GIT_IDENTITY}
+    tiny_pipeline(tmp_path, {"a": copy_command("flows/a/method.py", "records/a"),
+                             "a-eval": copy_command("records/a/method.py", "results/a"),
+                             "b": copy_command("flows/b/method.py", "records/b"),
+                             "b-eval": copy_command("records/b/method.py", "results/b")}, env)
+    pipeline = yaml.safe_load((tmp_path / "dvc.yaml").read_text())
+    pipeline["stages"]["models"] = {"cmd": "mkdir -p data/models && echo weights > data/models/w", "outs": ["data/models"]}
+    pipeline["stages"]["a"]["deps"].append("data/models")
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(pipeline))
+    monkeypatch.chdir(tmp_path)
+    assert upstream_stages(["a", "a-eval"]) == ["models"] and upstream_stages(["b", "b-eval", "a-eval"]) == []
+    with pytest.raises(DependencyDoesNotExistError):
+        run_stages(["a", "a-eval"], echo=lambda line: None)
+    assert bring_up_to_date(upstream_stages(["a", "a-eval"]), echo=print) == 0
+    assert run_stages(["a", "a-eval"], echo=lambda line: None) == 0
+    assert not {"models", "a", "a-eval"} & set(status(tmp_path, env))
+
+
 def test_repro_status_and_a_params_change_rerun_only_that_paper(repo_copy):
     from paperflows.stages import load_experiment
 
