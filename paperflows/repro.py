@@ -82,6 +82,7 @@ def bring_up_to_date(stages: Sequence[str], echo: Callable[[str], None] = print)
     """``dvc repro --single-item`` of each of ``stages`` (nothing to do where one is current); the exit code of
     the first that fails, or 0."""
     for name in stages:
+        echo(f"{name}: brought up to date first (queued papers depend on it)")
         code = subprocess.run(_dvc("repro", "--single-item", name), capture_output=True, text=True).returncode
         if code:
             echo(f"dvc repro {name} failed (exit {code}): the paper stages that depend on it cannot be recorded")
