@@ -73,7 +73,7 @@ def upstream_stages(queue: Sequence[str], root: Path = Path(".")) -> list[str]:
     stages = yaml.load((root / "dvc.yaml").read_text(), Loader=yaml.CSafeLoader)["stages"]
     made_by = {path: name for name, stage in stages.items() for out in stage.get("outs", [])
                for path in ([out] if isinstance(out, str) else out)}
-    needed = {made_by[dep] for name in queue for dep in stages[name].get("deps", []) if dep in made_by}
+    needed = {made_by[dep] for name in queue for dep in stages.get(name, {}).get("deps", []) if dep in made_by}
     return [name for name in stages if name in needed
             and not name.endswith(EVAL_SUFFIX) and f"{name}{EVAL_SUFFIX}" not in stages]
 
